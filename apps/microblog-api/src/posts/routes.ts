@@ -1,0 +1,151 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { errorResponses, problemDetailsDialect, RequestValidationError } from '@platform/http-kit';
+import { PostNotFoundError } from '../errors';
+import type { ReplyRow } from '../db/schema';
+import { createPostsRepository, type PostWithReplies } from './repository';
+import {
+  CreatePostBody,
+  CreateReplyBody,
+  ListQuery,
+  Post,
+  REACTION_KINDS,
+  ReactionBody,
+  Reply,
+  type ReactionKind,
+} from './schemas';
+
+const MAX_ID = 2147483647;
+const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, [...statuses, 500, 503]);
+const WRITE_ERRORS = [400, 413, 415, 429];
+
+function toReply(row: ReplyRow): Reply {
+  return { id: row.id, post_id: row.post_id, content: row.content, student_name: row.student_name, timestamp: row.created_at.toISOString() };
+}
+
+function toPost({ post, replies }: PostWithReplies): Post {
+  return {
+    id: post.id,
+    content: post.content,
+    quest_topic: post.quest_topic,
+    student_name: post.student_name,
+    timestamp: post.created_at.toISOString(),
+    replies: replies.map(toReply),
+    reply_count: post.reply_count,
+    reactions: Object.fromEntries(REACTION_KINDS.map((k) => [k, post[`${k}_count`]])) as Post['reactions'],
+  };
+}
+
+/** `post_id`, or its aliases `postId` / `microblogId` (clients of the same ecosystem send those). */
+function postIdOf(body: { post_id?: number | string; postId?: number | string; microblogId?: number | string }): number {
+  const raw = body.post_id ?? body.postId ?? body.microblogId;
+  if (raw === undefined) throw new RequestValidationError([{ field: 'post_id', message: 'post_id is required (or postId / microblogId)' }]);
+  const id = Number(raw);
+  // A well-formed id outside the id range names no post.
+  if (id < 1 || id > MAX_ID) throw new PostNotFoundError(String(raw));
+  return id;
+}
+
+const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const posts = createPostsRepository(app.database.db);
+  const writeLimit = app.writeRateLimit;
+
+  app.get(
+    '/microblog',
+    {
+      schema: {
+        tags: ['posts'],
+        summary: 'List posts, newest first',
+        description:
+          'A JSON array of posts by descending id, each with its first 100 replies (oldest first), `reply_count` and ' +
+          'zero-filled reaction counts. Keyset pagination: when more posts exist the response carries ' +
+          '`Link: </api/microblog?before=ID&limit=N>; rel="next"` (keeping `topic` when filtered). An empty database gives `[]`.',
+        querystring: ListQuery,
+        response: {
+          200: Type.Array(Post, {
+            description: 'A page of posts',
+            headers: { Link: { type: 'string', description: 'rel="next" link to the following page, when there is one' } },
+          }),
+          ...errors(400),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, before, topic } = request.query;
+      const page = await posts.listPage({ limit, before, topic });
+      if (page.hasMore) {
+        const last = page.items[page.items.length - 1].post.id;
+        const next = new URLSearchParams({ before: String(last), limit: String(limit), ...(topic ? { topic } : {}) });
+        reply.header('link', `</api/microblog?${next}>; rel="next"`);
+      }
+      return page.items.map(toPost);
+    },
+  );
+
+  app.post(
+    '/microblog',
+    {
+      onRequest: writeLimit,
+      schema: {
+        tags: ['posts'],
+        summary: 'Write a post',
+        description: 'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
+        body: CreatePostBody,
+        response: { 201: { ...Post, description: 'The created post (no replies, zero reactions)' }, ...errors(...WRITE_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const { content, quest_topic, student_name } = request.body;
+      const row = await posts.insertPost({ content, quest_topic, student_name });
+      return reply.status(201).send(toPost({ post: row, replies: [] }));
+    },
+  );
+
+  app.post(
+    '/microblog/reply',
+    {
+      onRequest: writeLimit,
+      schema: {
+        tags: ['posts'],
+        summary: 'Reply to a post',
+        description:
+          'Adds a reply to the post named by `post_id` (a number or a string of digits; aliases `postId`, `microblogId`). ' +
+          '`student_name` is optional (absent or null: anonymous). Counts against the write rate limit.',
+        body: CreateReplyBody,
+        response: { 201: { ...Reply, description: 'The created reply' }, ...errors(...WRITE_ERRORS, 404) },
+      },
+    },
+    async (request, reply) => {
+      const postId = postIdOf(request.body);
+      const row = await posts.insertReply({ post_id: postId, content: request.body.content, student_name: request.body.student_name ?? null });
+      if (!row) throw new PostNotFoundError(postId);
+      return reply.status(201).send(toReply(row));
+    },
+  );
+
+  app.post(
+    '/microblog/reaction',
+    {
+      onRequest: writeLimit,
+      schema: {
+        tags: ['posts'],
+        summary: 'React to a post',
+        description:
+          'Adds one reaction of `reaction_type` (default `like`; alias `reactionType`) to the post named by `post_id` ' +
+          '(aliases `postId`, `microblogId`). A reaction is a counter: every request adds one, atomically. ' +
+          'Answers the updated post. Counts against the write rate limit.',
+        body: ReactionBody,
+        response: { 200: { ...Post, description: 'The post with its updated counts' }, ...errors(...WRITE_ERRORS, 404) },
+      },
+    },
+    async (request) => {
+      const postId = postIdOf(request.body);
+      const kind: ReactionKind = request.body.reaction_type ?? request.body.reactionType ?? 'like';
+      const updated = await posts.addReaction(postId, kind);
+      if (!updated) throw new PostNotFoundError(postId);
+      return toPost(updated);
+    },
+  );
+};
+
+export default postsRoutes;

@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import { openDatabase, type Database } from '@platform/db';
+import { testDatabase } from '@platform/db/testing';
+import { buildApp } from '../../src/app';
+import { loadConfig, type Config } from '../../src/config';
+import type { MicroblogDatabase } from '../../src/db/schema';
+
+export interface TestApp {
+  app: FastifyInstance;
+  config: Config;
+  database: Database<MicroblogDatabase>;
+  /** SQL statements run since the last `queries.length = 0` (only when `countQueries`). */
+  queries: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The real app, built by the production factory with production server options, over a fresh
+ * database: a new schema on PostgreSQL when DATABASE_URL is set, a new embedded database otherwise.
+ */
+export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const fresh = testDatabase('microblog');
+  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WRITE_RATE_LIMIT: '100000', ...env });
+  config.database = { ...fresh.config };
+  const queries: string[] = [];
+  const database = await openDatabase<MicroblogDatabase>(config.database, {
+    onQuery: (event) => {
+      if (event.level === 'query') queries.push(event.query.sql);
+    },
+  });
+  const app = await buildApp(config, { database });
+  await app.ready();
+  return {
+    app,
+    config,
+    database,
+    queries,
+    async close() {
+      await app.close();
+      await database.close();
+      await fresh.cleanup();
+    },
+  };
+}

@@ -1,0 +1,22 @@
+// Shared Jest settings. @swc/jest strips types only (run `tsc` through the typecheck target);
+// ESM-only dependencies are transformed to CommonJS because Jest on Node 20 cannot require() them.
+const esmOnly = ['cookie', 'content-disposition', '@faker-js/faker', 'typebox'];
+
+module.exports = {
+  testEnvironment: 'node',
+  testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+  transform: {
+    '^.+\\.(t|j|mj|cj)s$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'commonjs' },
+      },
+    ],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+  // Workspace libraries resolve to their TypeScript sources under test (no build needed).
+  testEnvironmentOptions: { customExportConditions: ['@platform/source', 'node', 'node-addons'] },
+  testTimeout: 30000,
+};

@@ -1,0 +1,176 @@
+import type { FastifyError, FastifyInstance, FastifyRequest, RouteOptions, preValidationHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import type { FieldError } from '@platform/schema';
+import { RequestValidationError } from './errors';
+import type { ErrorDialect, Problem, ValidationLocation } from './dialects';
+
+export interface ErrorHandlingOptions {
+  dialect: ErrorDialect;
+  /** Classifies errors that mean "a dependency is down" (answered 503, logged as a warning). */
+  isUnavailable?: (error: unknown) => boolean;
+  bodyLimit: number;
+}
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+  parentSchema?: Record<string, unknown>;
+}
+
+const FIXED: Record<string, Omit<Problem, 'detail'> & { detail: string | ((o: ErrorHandlingOptions) => string) }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, detail: (o) => `Request body is larger than ${o.bodyLimit} bytes` },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, detail: 'Request body is empty; send a JSON object', malformedBody: true },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, detail: 'Malformed JSON body', malformedBody: true },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, detail: 'Content-Length does not match the body' },
+};
+
+/** Turns any error into the service-neutral `Problem` its dialect then formats. */
+export function toProblem(error: unknown, options: ErrorHandlingOptions): Problem {
+  const e = (error ?? {}) as Partial<FastifyError> & { validation?: AjvError[]; validationContext?: ValidationLocation };
+  if (error instanceof RequestValidationError) {
+    return { status: 400, detail: error.message, fields: error.fields, location: error.location };
+  }
+  if (Array.isArray(e.validation)) {
+    const location = e.validationContext ?? 'body';
+    const fields = describeAjvErrors(e.validation, location);
+    return { status: 400, detail: fields.map((f) => f.message).join('; '), fields, location };
+  }
+  const fixed = e.code ? FIXED[e.code] : undefined;
+  if (fixed) return { ...fixed, detail: typeof fixed.detail === 'function' ? fixed.detail(options) : fixed.detail };
+  if (error instanceof SyntaxError && e.statusCode === 400) return { status: 400, detail: 'Malformed JSON body', malformedBody: true };
+  if (options.isUnavailable?.(error) || e.statusCode === 503) {
+    return { status: 503, detail: 'The service is temporarily unavailable (database unreachable); try again shortly' };
+  }
+  const status = Number(e.statusCode);
+  if (Number.isInteger(status) && status >= 400 && status < 500) {
+    return { status, detail: typeof e.message === 'string' && e.message ? e.message : 'Bad request' };
+  }
+  return { status: 500, detail: 'An unexpected error occurred' };
+}
+
+const ARTICLE: Record<string, string> = { integer: 'an integer', object: 'an object', array: 'an array', null: 'null' };
+const describeType = (t: unknown) => (Array.isArray(t) ? t : [t]).map((x) => ARTICLE[String(x)] ?? `a ${String(x)}`).join(' or ');
+
+/** Ajv's errors as one readable message per field (named by its dotted path). */
+export function describeAjvErrors(errors: AjvError[], location: ValidationLocation): FieldError[] {
+  const root = location === 'querystring' ? 'query' : location;
+  const groups = new Map<string, AjvError[]>();
+  for (const err of errors) {
+    const segments = err.instancePath.split('/').slice(1);
+    if (err.keyword === 'required') segments.push(String(err.params.missingProperty));
+    const field = segments.length ? segments.join('.') : root;
+    groups.set(field, [...(groups.get(field) ?? []), err]);
+  }
+  return [...groups].map(([field, group]) => ({ field, message: `${field} ${describeGroup(group)}` }));
+}
+
+function describeGroup(group: AjvError[]): string {
+  const custom = group.find((e) => e.keyword !== 'type' && typeof e.parentSchema?.['x-error-message'] === 'string');
+  if (custom) return String(custom.parentSchema!['x-error-message']);
+  const unionMessage = group.find((e) => e.keyword === 'anyOf' && typeof e.parentSchema?.['x-error-message'] === 'string');
+  if (unionMessage) return String(unionMessage.parentSchema!['x-error-message']);
+  const first = group.find((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf') ?? group[0];
+  const p = first.params;
+  switch (first.keyword) {
+    case 'required':
+      return 'is required';
+    case 'type':
+      return `must be ${describeType(p.type)}`;
+    case 'enum':
+      return `must be one of: ${(p.allowedValues as unknown[]).join(', ')}`;
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum': {
+      const s = first.parentSchema ?? {};
+      if (typeof s.minimum === 'number' && typeof s.maximum === 'number') return `must be between ${s.minimum} and ${s.maximum}`;
+      return `must be ${p.comparison} ${p.limit}`;
+    }
+    case 'minLength':
+    case 'maxLength': {
+      const s = first.parentSchema ?? {};
+      if (typeof s.minLength === 'number' && typeof s.maxLength === 'number') return `must be ${s.minLength}..${s.maxLength} characters`;
+      return first.keyword === 'minLength' ? `must be at least ${p.limit} characters` : `must be at most ${p.limit} characters`;
+    }
+    case 'additionalProperties':
+      return `has an unknown field "${String(p.additionalProperty)}"`;
+    case 'format':
+      return `must be a valid ${String(p.format)}`;
+    default:
+      return first.message ?? 'is invalid';
+  }
+}
+
+/** Trims the top-level body fields whose schema says `x-trim`, before validation counts characters. */
+function trimmingHook(route: RouteOptions): preValidationHookHandler | undefined {
+  const props = (route.schema?.body as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
+  if (!props) return undefined;
+  const keys = Object.entries(props)
+    .filter(([, s]) => s['x-trim'] || (s.anyOf as Record<string, unknown>[] | undefined)?.some((b) => b['x-trim']))
+    .map(([k]) => k);
+  if (!keys.length) return undefined;
+  return async (request: FastifyRequest) => {
+    const body = request.body as Record<string, unknown> | null;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return;
+    for (const k of keys) if (typeof body[k] === 'string') body[k] = (body[k] as string).trim();
+  };
+}
+
+/**
+ * The one error path of a service: schema failures, handler-raised validation errors, unknown
+ * routes (404), known paths with another method (405 with `Allow`), body parser failures
+ * (400/413/415), dependency outages (503) and unexpected exceptions (500, details only in the log)
+ * all leave in the service's dialect.
+ */
+export const errorHandling = fp(
+  async function errorHandling(app: FastifyInstance, options: ErrorHandlingOptions) {
+    const { dialect } = options;
+    const known = FindMyWay({ ignoreTrailingSlash: false });
+    const methods = new Set<HTTPMethod>();
+
+    app.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat() as HTTPMethod[]) {
+        if (method === 'OPTIONS' || route.url === '*') continue;
+        methods.add(method);
+        try {
+          known.on(method, route.url, () => undefined);
+        } catch {
+          // the same method and path registered twice (e.g. HEAD next to GET): already known
+        }
+      }
+      const trim = trimmingHook(route);
+      if (trim) route.preValidation = [...[route.preValidation ?? []].flat(), trim];
+    });
+
+    // Only JSON bodies are accepted; Fastify's built-in text/plain parser would let text through.
+    app.removeContentTypeParser('text/plain');
+
+    const send = (reply: import('fastify').FastifyReply, problem: Problem) => {
+      if (problem.status === 503) reply.header('retry-after', '5');
+      return reply.status(problem.status).type(dialect.contentType).send(dialect.body(problem));
+    };
+
+    app.setErrorHandler((error, request, reply) => {
+      const problem = toProblem(error, options);
+      if (problem.status === 500) request.log.error({ err: error }, 'unexpected error');
+      else if (problem.status === 503) request.log.warn({ err: error }, 'dependency unavailable');
+      else request.log.info({ status: problem.status, detail: problem.detail }, 'request rejected');
+      return send(reply, problem);
+    });
+
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0];
+      const allowed = [...methods].filter((m) => m !== request.method && known.find(m, path));
+      if (allowed.length) {
+        reply.header('allow', allowed.join(', '));
+        return send(reply, { status: 405, detail: `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}` });
+      }
+      return send(reply, { status: 404, detail: `No such path: ${request.method} ${path}` });
+    });
+  },
+  { name: '@platform/error-handling', fastify: '5.x' },
+);

@@ -1,0 +1,6 @@
+export * from './server-options';
+export * from './errors';
+export * from './dialects';
+export * from './error-handling';
+export * from './platform';
+export * from './run';

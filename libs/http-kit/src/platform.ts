@@ -1,0 +1,160 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import metrics from 'fastify-metrics';
+import { Type, type TSchema } from '@sinclair/typebox';
+import { sharedSchemas } from '@platform/schema';
+import { errorHandling } from './error-handling';
+import { reasonPhrase, type ErrorDialect } from './dialects';
+import { ServiceUnavailableError } from './errors';
+
+type OpenApiDocument = NonNullable<FastifyDynamicSwaggerOptions['openapi']>;
+
+export interface PlatformOptions {
+  dialect: ErrorDialect;
+  /** Classifies errors meaning "the database is down" (503). */
+  isUnavailable?: (error: unknown) => boolean;
+  /** Resolves when the service can serve traffic (database reachable); rejects otherwise. */
+  readiness: () => Promise<void>;
+  bodyLimit: number;
+  docs: {
+    title: string;
+    description: string;
+    version: string;
+    tags: { name: string; description: string }[];
+    /** Extra OpenAPI pieces, e.g. `components.securitySchemes`. */
+    openapi?: Partial<OpenApiDocument>;
+  };
+  cors: {
+    /** `'*'` for any origin, or a list of allowed origins. */
+    origins: '*' | string[];
+    credentials?: boolean;
+    exposedHeaders?: string[];
+    allowedHeaders?: string[];
+    methods?: string[];
+  };
+}
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request: malformed JSON, wrong types or values that break a rule',
+  401: 'Missing or invalid credentials',
+  403: 'Not permitted',
+  404: 'Nothing found under this id or path',
+  405: 'The path exists but not with this method',
+  409: 'Conflicts with the current state',
+  413: 'Request body too large',
+  415: 'Request body is not JSON',
+  429: 'Rate limit exceeded; see Retry-After',
+  500: 'Unexpected error (details are only logged)',
+  503: 'Database unavailable; the service recovers by itself',
+};
+
+/** OpenAPI/serialisation schemas for a route's error statuses, in the service's dialect. */
+export function errorResponses(dialect: ErrorDialect, statuses: number[]): Record<number, TSchema> {
+  return Object.fromEntries(
+    statuses.map((s) => [s, Type.Ref(dialect.schemaRef, { description: DESCRIPTIONS[s] ?? reasonPhrase(s) })]),
+  );
+}
+
+/**
+ * Everything every service has, registered in order before its own routes: shared schemas, the
+ * error path, OpenAPI docs (served offline by Swagger UI at /docs), CORS, security headers,
+ * Prometheus metrics, liveness and readiness.
+ */
+export const platform = fp(
+  async function platform(app: FastifyInstance, options: PlatformOptions) {
+    for (const schema of sharedSchemas) app.addSchema(schema);
+    await app.register(errorHandling, { dialect: options.dialect, isUnavailable: options.isUnavailable, bodyLimit: options.bodyLimit });
+
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.0.3',
+        ...options.docs.openapi,
+        info: { title: options.docs.title, description: options.docs.description, version: options.docs.version },
+        tags: [...options.docs.tags, { name: 'ops', description: 'Health, readiness and metrics for operators' }],
+      },
+      // Components keep the schemas' `$id`s as names instead of `def-0`, `def-1`...
+      refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    });
+    await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', deepLinking: true } });
+
+    await app.register(cors, {
+      origin: options.cors.origins === '*' ? '*' : options.cors.origins,
+      credentials: options.cors.credentials ?? false,
+      methods: options.cors.methods ?? ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: options.cors.allowedHeaders ?? ['content-type', 'authorization', 'x-request-id'],
+      exposedHeaders: options.cors.exposedHeaders ?? ['link', 'retry-after', 'x-request-id'],
+      strictPreflight: false,
+      maxAge: 600,
+    });
+    await app.register(helmet, {
+      // Swagger UI sets its own CSP (staticCSP); pages we serve load only same-origin scripts.
+      contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'img-src': ["'self'", 'data:'] } },
+      crossOriginResourcePolicy: { policy: 'cross-origin' },
+    });
+    app.addHook('onSend', async (request, reply) => {
+      reply.header('x-request-id', request.id);
+    });
+
+    await app.register(metrics, {
+      endpoint: null,
+      clearRegisterOnInit: true,
+      defaultMetrics: { enabled: true },
+      routeMetrics: { enabled: true, registeredRoutesOnly: false, groupStatusCodes: false },
+    });
+    const errors = errorResponses(options.dialect, [500]);
+    app.get(
+      '/metrics',
+      {
+        schema: {
+          tags: ['ops'],
+          summary: 'Prometheus metrics',
+          description: 'Process and per-route request metrics in the Prometheus text exposition format.',
+          produces: ['text/plain'],
+          response: { 200: Type.String({ description: 'Prometheus text format' }), ...errors },
+        },
+      },
+      async (_request, reply) => {
+        const register = app.metrics.client.register;
+        return reply.type(register.contentType).send(await register.metrics());
+      },
+    );
+
+    const Status = Type.Object({ status: Type.String() });
+    app.get(
+      '/healthz',
+      {
+        schema: {
+          tags: ['ops'],
+          summary: 'Liveness',
+          description: 'Answers 200 while the process serves HTTP, whatever the database does.',
+          response: { 200: Status },
+        },
+      },
+      async () => ({ status: 'ok' }),
+    );
+    app.get(
+      '/readyz',
+      {
+        schema: {
+          tags: ['ops'],
+          summary: 'Readiness',
+          description: 'Answers 200 when the database answers a query, 503 (in the error format) when it does not.',
+          response: { 200: Status, ...errorResponses(options.dialect, [503]) },
+        },
+      },
+      async () => {
+        try {
+          await options.readiness();
+        } catch (error) {
+          throw new ServiceUnavailableError({ cause: error });
+        }
+        return { status: 'ready' };
+      },
+    );
+  },
+  { name: '@platform/platform', fastify: '5.x' },
+);

@@ -1,0 +1,22 @@
+import type { FastifyInstance } from 'fastify';
+import closeWithGrace from 'close-with-grace';
+
+export interface ListenOptions {
+  port: number;
+  host: string;
+  /** How long in-flight requests may take to finish after SIGTERM/SIGINT before the process exits anyway. */
+  graceMs?: number;
+}
+
+/**
+ * Listens and installs graceful shutdown: on SIGTERM or SIGINT the server stops accepting
+ * connections, lets in-flight requests finish, runs `onClose` hooks (closing the database) and exits.
+ */
+export async function listenWithGracefulShutdown(app: FastifyInstance, options: ListenOptions): Promise<void> {
+  closeWithGrace({ delay: options.graceMs ?? 10_000, logger: app.log }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error');
+    else app.log.info({ signal }, 'shutting down gracefully');
+    await app.close();
+  });
+  await app.listen({ port: options.port, host: options.host });
+}

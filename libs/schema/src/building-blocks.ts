@@ -1,0 +1,42 @@
+import { Type, type TSchema, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
+
+/** A positive database id, serialised as a JSON number. */
+export const Id = (options: SchemaOptions = {}) =>
+  Type.Integer({ minimum: 1, maximum: 2147483647, ...options });
+
+/** ISO 8601 UTC date-time with milliseconds and `Z` (what `Date#toISOString()` produces). */
+export const IsoTimestamp = (options: SchemaOptions = {}) =>
+  Type.String({ format: 'date-time', examples: ['2026-11-22T09:15:00.123Z'], ...options });
+
+/**
+ * A closed set of strings as a JSON Schema `enum` (TypeBox's literal unions become `anyOf`,
+ * which gives worse validation messages and a worse OpenAPI rendering).
+ */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+
+/** A page-size query parameter. */
+export const PageLimit = (bounds: { min?: number; max: number; default: number }, options: SchemaOptions = {}) =>
+  Type.Integer({ minimum: bounds.min ?? 1, maximum: bounds.max, default: bounds.default, ...options });
+
+/**
+ * Text that the server trims before validating. `x-trim` is read by the http-kit
+ * validation layer; `minLength`/`maxLength` count characters (code points) after trimming.
+ */
+export const TrimmedText = (bounds: { min: number; max: number }, options: SchemaOptions = {}) =>
+  Type.String({
+    minLength: bounds.min,
+    maxLength: bounds.max,
+    'x-trim': true,
+    'x-error-message': `must be ${bounds.min}..${bounds.max} characters`,
+    ...options,
+  });
+
+/**
+ * Gives a value one validation message (after the field name) for any way it can fail, e.g. a union
+ * whose branch errors would be noise. Read by http-kit's validation-error formatter.
+ */
+export const withMessage = <T extends TSchema>(schema: T, message: string): T => ({ ...schema, 'x-error-message': message });
+
+/** Annotation keywords our schemas use; each app's Ajv instances must know them. */
+export const annotationKeywords = ['x-trim', 'x-error-message'] as const;

@@ -1,0 +1,3 @@
+export * from './building-blocks';
+export * from './errors';
+export * from './env';
