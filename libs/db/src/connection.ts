@@ -52,8 +52,12 @@ function openPostgres<DB>(config: DatabaseConfig, options: OpenDatabaseOptions):
     // Every connection starts in the service's schema (atproto's pattern): no query names it.
     options: `-c search_path=${config.schema}`,
   });
-  // Without a listener an idle client's network error would crash the process.
-  pool.on('error', (error) => options.onConnectionError?.(error));
+  // pg emits a client's network error as an 'error' event: the pool listens while the client is
+  // idle, nobody while it is checked out, and an unheard 'error' event crashes the process. The
+  // failed query itself still rejects, and the pool drops the broken client on release.
+  const onError = (error: Error) => options.onConnectionError?.(error);
+  pool.on('error', onError);
+  pool.on('connect', (client) => client.on('error', onError));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
   return wrap(db, 'postgres', config.schema);
 }

@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import { startEmbeddedServer, startTcpProxy, testDatabase, type EmbeddedServer, type TcpProxy } from '@platform/db/testing';
+import { buildApp } from '../src/app';
+import { loadConfig } from '../src/config';
+
+/**
+ * The database goes away while the service runs: it answers 503 in its error format, readiness
+ * fails, liveness does not, and it recovers by itself when the database returns — no restart.
+ * The outage is a TCP proxy the test cuts, in front of real PostgreSQL (DATABASE_URL) or of the
+ * embedded database served over the wire protocol.
+ */
+describe('database outage', () => {
+  let embedded: EmbeddedServer | undefined;
+  let proxy: TcpProxy;
+  let app: FastifyInstance;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const fresh = testDatabase('microblog');
+    let target: URL;
+    if (fresh.config.url) {
+      target = new URL(fresh.config.url);
+    } else {
+      embedded = await startEmbeddedServer();
+      target = new URL(embedded.url);
+    }
+    cleanup = fresh.cleanup;
+    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const viaProxy = new URL(target);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    const config = loadConfig({ LOG_LEVEL: 'silent', WRITE_RATE_LIMIT: '1000' });
+    config.database = { url: viaProxy.toString(), schema: fresh.config.schema, poolMax: 2, connectTimeoutMs: 1000 };
+    app = await buildApp(config);
+    await app.ready();
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await proxy?.close();
+    await embedded?.stop();
+    await cleanup?.();
+  });
+
+  const post = (content: string) =>
+    app.inject({ method: 'POST', url: '/api/microblog', payload: { content, quest_topic: 'privacy_security', student_name: 'Ada' } });
+
+  test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
+    const before = await post('written before the outage');
+    expect(before.statusCode).toBe(201);
+    expect((await app.inject('/readyz')).statusCode).toBe(200);
+
+    proxy.cut();
+
+    for (const response of [await app.inject('/api/microblog'), await post('written during the outage')]) {
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(response.headers['retry-after']).toBe('5');
+      const body = response.json();
+      expect(body).toMatchObject({ type: 'about:blank', title: 'Service Unavailable', status: 503 });
+      expect(body.detail).toMatch(/unavailable/i);
+      expect(JSON.stringify(body)).not.toMatch(/ECONN|terminated|at .*\.ts/);
+    }
+    const ready = await app.inject('/readyz');
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
+    expect((await app.inject('/healthz')).statusCode).toBe(200);
+
+    proxy.restore();
+
+    const deadline = Date.now() + 15_000;
+    let readiness = 0;
+    while (Date.now() < deadline && readiness !== 200) {
+      readiness = (await app.inject('/readyz')).statusCode;
+      if (readiness !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(readiness).toBe(200);
+
+    const after = await post('written after the outage');
+    expect(after.statusCode).toBe(201);
+    const listed = (await app.inject('/api/microblog')).json() as { content: string }[];
+    expect(listed.map((p) => p.content)).toEqual(['written after the outage', 'written before the outage']);
+  });
+});
