@@ -1,0 +1,102 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { testDatabase } from '@platform/db/testing';
+
+const APP_DIR = resolve(__dirname, '..');
+const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/**
+ * The real entry point (`src/main.ts`) in its own process: SIGTERM lets a request that is still
+ * arriving finish and be stored, then the process exits 0 and stops listening. Its logs are JSON
+ * lines carrying request ids.
+ */
+describe('main.ts process', () => {
+  const fresh = testDatabase('microblog');
+  const dataDir = mkdtempSync(join(tmpdir(), 'microblog-shutdown-'));
+  let child: ChildProcessWithoutNullStreams;
+  let port: number;
+  let stdout = '';
+
+  beforeAll(async () => {
+    port = await freePort();
+    const { DATABASE_URL: _ignored, ...inherited } = process.env;
+    const env = {
+      ...inherited,
+      NODE_OPTIONS: '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      DATA_DIR: dataDir,
+      DB_SCHEMA: fresh.config.schema,
+      ...(fresh.config.url ? { DATABASE_URL: fresh.config.url } : {}),
+    };
+    child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stdout += chunk));
+    const deadline = Date.now() + 40_000;
+    for (;;) {
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`service did not start:\n${stdout}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+    await fresh.cleanup();
+  });
+
+  test('SIGTERM finishes the in-flight request, then exits 0 and stops listening', async () => {
+    const body = JSON.stringify({ content: 'sent while the server shuts down', quest_topic: 'online_safety', student_name: 'Kim' });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+
+    const response = new Promise<{ status: number; body: string }>((resolveResponse, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, method: 'POST', path: '/api/microblog', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': 'shutdown-test-1' } },
+        (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolveResponse({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on('error', reject);
+      // Half the body now; the rest after the signal: the request is in flight across SIGTERM.
+      req.write(body.slice(0, 20));
+      setTimeout(() => {
+        child.kill('SIGTERM');
+        setTimeout(() => req.end(body.slice(20)), 500);
+      }, 300);
+    });
+
+    const answer = await response;
+    expect(answer.status).toBe(201);
+    expect(JSON.parse(answer.body)).toMatchObject({ content: 'sent while the server shuts down', student_name: 'Kim' });
+    expect(await exited).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+
+    const lines = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l.msg === 'shutting down gracefully' && l.signal === 'SIGTERM')).toBe(true);
+    const requestLines = lines.filter((l) => l.reqId === 'shutdown-test-1');
+    expect(requestLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
+  }, 30_000);
+});
