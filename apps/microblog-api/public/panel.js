@@ -101,9 +101,10 @@
     var date = new Date(timestamp);
     if (isNaN(date.getTime())) return timestamp;
     try {
-      if (!timeFormat) timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+      if (!timeFormat)
+        timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
       return timeFormat.format(date);
-    } catch (_e) {
+    } catch {
       return date.toLocaleString();
     }
   }
@@ -244,7 +245,7 @@
         var url = new URL(match[1], window.location.href);
         if (url.origin !== window.location.origin || url.pathname !== LIST_PATH) return null;
         return url.pathname + url.search;
-      } catch (_e) {
+      } catch {
         return null;
       }
     }
@@ -505,7 +506,8 @@
     postJson('/microblog/reaction', { post_id: postId, reaction_type: kind })
       .then(function (result) {
         var target = findCard(postId);
-        if (target && result.body && typeof result.body === 'object') updateReactions(target, result.body.reactions);
+        if (target && result.body && typeof result.body === 'object')
+          updateReactions(target, result.body.reactions);
       })
       .catch(function (err) {
         showMessage('Could not add your reaction: ' + detailOf(err), 'error');

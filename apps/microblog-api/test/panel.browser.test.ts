@@ -5,8 +5,8 @@
  *
  * Every test gets its own server (a fresh database), its own browser context, and ends with
  * `expectCleanPage()`: no uncaught page errors, no console errors (except the "Failed to load
- * resource" line Chromium prints for an HTTP error the test provokes on purpose), and no request
- * that left the service's origin.
+ * resource" line Chromium prints for an HTTP error the test provokes on purpose, and the browser's
+ * own /favicon.ico probe), and no request that left the service's origin.
  */
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { startTestServer } from './support/server';
@@ -78,7 +78,11 @@ beforeEach(async () => {
   watch = { pageErrors: [], consoleErrors: [], requests: [], allowedConsoleErrors: [] };
   page.on('pageerror', (error) => watch.pageErrors.push(String(error)));
   page.on('console', (message) => {
-    if (message.type() === 'error') watch.consoleErrors.push(message.text());
+    if (message.type() !== 'error') return;
+    // Chromium fetches /favicon.ico on its own (not the panel's doing); the service has none, so a
+    // 404 for it is not a page error.
+    if (message.location().url === `${baseUrl()}/favicon.ico`) return;
+    watch.consoleErrors.push(message.text());
   });
   page.on('request', (request) => watch.requests.push(request.url()));
 });
@@ -134,7 +138,11 @@ async function apiFindPost(content: string): Promise<Post> {
   return post;
 }
 
-async function apiCreatePost(content: string, studentName = 'Test Student', questTopic = 'digital_ethics'): Promise<Post> {
+async function apiCreatePost(
+  content: string,
+  studentName = 'Test Student',
+  questTopic = 'digital_ethics',
+): Promise<Post> {
   const response = await fetch(`${baseUrl()}/api/microblog`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -165,7 +173,9 @@ function expectCleanPage(): void {
   );
   expect(watch.pageErrors).toEqual([]);
   expect(unexpectedConsole).toEqual([]);
-  const offsite = watch.requests.filter((url) => !url.startsWith(`${baseUrl()}/`) && !/^(data|blob):/.test(url));
+  const offsite = watch.requests.filter(
+    (url) => !url.startsWith(`${baseUrl()}/`) && !/^(data|blob):/.test(url),
+  );
   expect(offsite).toEqual([]);
 }
 
@@ -176,13 +186,16 @@ describe('microblog panel (GET /) in Chromium', () => {
     expect(await apiList()).toEqual([]);
     await openPanel();
 
-    await expectText(page.locator('#quest-posts-display .empty-state'), 'No quest posts yet. Be the first to share!');
+    await expectText(
+      page.locator('#quest-posts-display .empty-state'),
+      'No quest posts yet. Be the first to share!',
+    );
     expect(await page.locator('.quest-post').count()).toBe(0);
 
     // the form as the contract describes it
-    const topicValues = await page.locator('#quest_topic option').evaluateAll((options) =>
-      options.map((option) => option.getAttribute('value')),
-    );
+    const topicValues = await page
+      .locator('#quest_topic option')
+      .evaluateAll((options) => options.map((option) => option.getAttribute('value')));
     expect(topicValues).toEqual([
       '',
       'digital_footprint',
@@ -239,7 +252,12 @@ describe('microblog panel (GET /) in Chromium', () => {
 
     // the server has it, raw
     const stored = await apiFindPost(content);
-    expect(stored).toMatchObject({ content, quest_topic: 'digital_footprint', student_name: 'Ada', reply_count: 0 });
+    expect(stored).toMatchObject({
+      content,
+      quest_topic: 'digital_footprint',
+      student_name: 'Ada',
+      reply_count: 0,
+    });
     expect(await newCard.getAttribute('data-post-id')).toBe(String(stored.id));
 
     // the card shows name, topic label, content, time, reactions and the reply count
@@ -274,7 +292,9 @@ describe('microblog panel (GET /) in Chromium', () => {
     expect(await newCard.locator('.post-content').textContent()).toBe(content);
     expect(await newCard.locator('.post-author').textContent()).toBe(name);
     expect(await newCard.locator('b, script, img, i').count()).toBe(0);
-    expect(await newCard.locator('.post-content').innerHTML()).toContain('&lt;b&gt;bold&lt;/b&gt;&lt;script&gt;');
+    expect(await newCard.locator('.post-content').innerHTML()).toContain(
+      '&lt;b&gt;bold&lt;/b&gt;&lt;script&gt;',
+    );
     expect(await newCard.locator('.post-content').isVisible()).toBe(true);
 
     // stored and returned raw: the escaping is the panel's job
@@ -295,7 +315,9 @@ describe('microblog panel (GET /) in Chromium', () => {
     const likeCount = postCard.locator('.like-button .reaction-count');
     expect(await likeCount.textContent()).toBe('0');
 
-    const reactionRequest = page.waitForRequest((request) => request.url().endsWith('/api/microblog/reaction'));
+    const reactionRequest = page.waitForRequest((request) =>
+      request.url().endsWith('/api/microblog/reaction'),
+    );
     await postCard.locator('.like-button').click();
     expect(JSON.parse((await reactionRequest).postData() ?? 'null')).toEqual({
       post_id: created.id,
@@ -412,7 +434,9 @@ describe('microblog panel (GET /) in Chromium', () => {
     const problem = (await direct.json()) as { detail?: string };
     expect(typeof problem.detail).toBe('string');
 
-    watch.allowedConsoleErrors.push(/Failed to load resource: the server responded with a status of (400|429)/);
+    watch.allowedConsoleErrors.push(
+      /Failed to load resource: the server responded with a status of (400|429)/,
+    );
     await page.fill('#student_name', invalid.student_name);
     await page.selectOption('#quest_topic', invalid.quest_topic);
     await page.fill('#content', invalid.content);
@@ -456,7 +480,9 @@ describe('microblog panel (GET /) in Chromium', () => {
     });
     await openPanel();
     const ids = async () =>
-      page.locator('.quest-post').evaluateAll((cards) => cards.map((c) => Number(c.getAttribute('data-post-id'))));
+      page
+        .locator('.quest-post')
+        .evaluateAll((cards) => cards.map((c) => Number(c.getAttribute('data-post-id'))));
     expect(await ids()).toEqual([third.id, second.id]);
     const older = page.locator('#load-older-button');
     expect(await older.isVisible()).toBe(true);

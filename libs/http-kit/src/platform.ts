@@ -79,7 +79,13 @@ export const platform = fp(
       // Components keep the schemas' `$id`s as names instead of `def-0`, `def-1`...
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     });
-    await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', deepLinking: true } });
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      staticCSP: true,
+      // Swagger UI sets inline styles at run time; its own CSP would block them.
+      transformStaticCSP: (header) => header.replace(/style-src 'self' https:/, "style-src 'self' https: 'unsafe-inline'"),
+      uiConfig: { docExpansion: 'list', deepLinking: true },
+    });
 
     await app.register(cors, {
       origin: options.cors.origins === '*' ? '*' : options.cors.origins,

@@ -1,0 +1,58 @@
+// Starts every service that exists under apps/ (built to dist/), each on its default port with
+// its own embedded database under .data/<service> unless DATABASE_URL is set, with readable logs.
+// Ctrl-C (or SIGTERM) stops them gracefully.
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..', '..');
+const only = process.argv.slice(2);
+const apps = readdirSync(join(root, 'apps'))
+  .filter((name) => existsSync(join(root, 'apps', name, 'package.json')))
+  .filter((name) => only.length === 0 || only.includes(name));
+
+const missing = apps.filter((name) => !existsSync(join(root, 'apps', name, 'dist', 'main.js')));
+if (missing.length) {
+  console.error(`not built: ${missing.join(', ')} — run \`npx nx run-many -t build\` first (npm start does)`);
+  process.exit(1);
+}
+
+const colours = [36, 35, 33, 32, 34];
+const children = apps.map((name, i) => {
+  const label = `\x1b[${colours[i % colours.length]}m${name.padEnd(14)}\x1b[0m │ `;
+  const child = spawn(process.execPath, [join('apps', name, 'dist', 'main.js')], {
+    cwd: root,
+    env: { LOG_FORMAT: 'pretty', ...process.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const prefix = (stream, out) => {
+    let rest = '';
+    stream.on('data', (chunk) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop();
+      for (const line of lines) out.write(label + line + '\n');
+    });
+  };
+  prefix(child.stdout, process.stdout);
+  prefix(child.stderr, process.stderr);
+  child.on('exit', (code, signal) => {
+    process.stdout.write(`${label}exited (${signal ?? code})\n`);
+    if (!stopping && code !== 0) stop('SIGTERM', 1);
+  });
+  const { description } = JSON.parse(readFileSync(join(root, 'apps', name, 'package.json'), 'utf8'));
+  process.stdout.write(`${label}starting: ${description ?? ''}\n`);
+  return child;
+});
+
+let stopping = false;
+let exitCode = 0;
+function stop(signal, code = 0) {
+  if (stopping) return;
+  stopping = true;
+  exitCode = code;
+  for (const child of children) if (child.exitCode === null) child.kill(signal);
+}
+process.on('SIGINT', () => stop('SIGTERM'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r)))));
+process.exit(exitCode);
