@@ -21,7 +21,7 @@ describe('database outage', () => {
     if (fresh.config.url) {
       target = new URL(fresh.config.url);
     } else {
-      embedded = await startEmbeddedServer();
+      embedded = await startEmbeddedServer(fresh.config.schema);
       target = new URL(embedded.url);
     }
     cleanup = fresh.cleanup;
@@ -32,6 +32,14 @@ describe('database outage', () => {
     config.database = { url: viaProxy.toString(), schema: fresh.config.schema, poolMax: 2, connectTimeoutMs: 1000 };
     app = await buildApp(config);
     await app.ready();
+    // The service's tables are in its own schema, not in public.
+    const tables = await app.database.db
+      .selectFrom('information_schema.tables' as never)
+      .select(['table_schema' as never, 'table_name' as never])
+      .where('table_name' as never, '=', 'posts' as never)
+      .where('table_schema' as never, 'in', [fresh.config.schema, 'public'] as never)
+      .execute();
+    expect(tables).toEqual([{ table_schema: fresh.config.schema, table_name: 'posts' }]);
   });
 
   afterAll(async () => {

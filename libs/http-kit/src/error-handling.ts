@@ -164,7 +164,7 @@ export const errorHandling = fp(
 
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0];
-      const allowed = [...methods].filter((m) => m !== request.method && known.find(m, path));
+      const allowed = [...methods].filter((m) => m !== request.method && known.find(m, path)).sort();
       if (allowed.length) {
         reply.header('allow', allowed.join(', '));
         return send(reply, { status: 405, detail: `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}` });

@@ -28,8 +28,9 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
         ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } }
         : {}),
     },
-    // Honour a caller's request id (a proxy or another service) so one id follows a request across logs.
-    requestIdHeader: 'x-request-id',
+    // Honour a sane caller's request id (a proxy or another service) so one id follows a request
+    // across logs. Fastify would take `requestIdHeader` verbatim, so genReqId reads it instead.
+    requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
