@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql, type Generated, type Kysely, type Migration } from 'kysely';
 import { isDatabaseUnavailable, migrateToLatest, openDatabase, sqlState, SQLSTATE, type Database } from '../src';
 import { dropSchema, startEmbeddedServer, testDatabase } from '../src/testing';
 
@@ -12,7 +12,7 @@ const migrations: Record<string, Migration> = {
     },
   },
 };
-type Notes = { notes: { id: number; body: string } };
+type Notes = { notes: { id: Generated<number>; body: string } };
 
 /** Two services sharing one database: each in its own schema, never naming it. */
 describe.each([
@@ -48,7 +48,10 @@ describe.each([
     };
     const sa = testDatabase('svc_a', { DATABASE_URL: await urlFor('svc_a') });
     const sb = testDatabase('svc_b', { DATABASE_URL: await urlFor('svc_b') });
-    if (!process.env.DATABASE_URL) Object.assign(sa.config, { schema: 'svc_a' }), Object.assign(sb.config, { schema: 'svc_b' });
+    if (!process.env.DATABASE_URL) {
+      sa.config.schema = 'svc_a';
+      sb.config.schema = 'svc_b';
+    }
     cleanups.push(sa.cleanup, sb.cleanup);
     a = await openDatabase<Notes>({ ...sa.config, poolMax: 2 });
     b = await openDatabase<Notes>({ ...sb.config, poolMax: 2 });

@@ -5,7 +5,7 @@ import helmet from '@fastify/helmet';
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import metrics from 'fastify-metrics';
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { sharedSchemas } from '@platform/schema';
 import { errorHandling } from './error-handling';
 import { reasonPhrase, type ErrorDialect } from './dialects';
@@ -52,10 +52,14 @@ const DESCRIPTIONS: Record<number, string> = {
   503: 'Database unavailable; the service recovers by itself',
 };
 
-/** OpenAPI/serialisation schemas for a route's error statuses, in the service's dialect. */
-export function errorResponses(dialect: ErrorDialect, statuses: number[]): Record<number, TSchema> {
+/**
+ * OpenAPI/serialisation schemas for a route's error statuses, in the service's dialect and under
+ * the media type the service really sends (e.g. `application/problem+json`).
+ */
+export function errorResponses(dialect: ErrorDialect, statuses: number[]): Record<number, unknown> {
+  const mediaType = dialect.contentType.split(';')[0].trim();
   return Object.fromEntries(
-    statuses.map((s) => [s, Type.Ref(dialect.schemaRef, { description: DESCRIPTIONS[s] ?? reasonPhrase(s) })]),
+    statuses.map((s) => [s, { description: DESCRIPTIONS[s] ?? reasonPhrase(s), content: { [mediaType]: { schema: Type.Ref(dialect.schemaRef) } } }]),
   );
 }
 

@@ -194,7 +194,7 @@ describe('operations endpoints and headers', () => {
 
     const doc = (await app.inject('/docs/json')).json();
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['ProblemDetails', 'FieldError']));
-    expect(doc.paths['/things'].post.responses['400'].content['application/json'].schema.$ref).toBe('#/components/schemas/ProblemDetails');
+    expect(doc.paths['/things'].post.responses['400'].content['application/problem+json'].schema.$ref).toBe('#/components/schemas/ProblemDetails');
     expect(doc.tags.map((t: { name: string }) => t.name)).toEqual(['things', 'ops']);
     expect(doc.paths['/readyz'].get.responses['503']).toBeDefined();
     await app.close();

@@ -7,6 +7,7 @@ import { createPostsRepository, type PostWithReplies } from './repository';
 import {
   CreatePostBody,
   CreateReplyBody,
+  DEFAULT_PAGE_SIZE,
   ListQuery,
   Post,
   REACTION_KINDS,
@@ -71,7 +72,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { limit, before, topic } = request.query;
+      const { limit = DEFAULT_PAGE_SIZE, before, topic } = request.query;
       const page = await posts.listPage({ limit, before, topic });
       if (page.hasMore) {
         const last = page.items[page.items.length - 1].post.id;

@@ -54,8 +54,11 @@ export const Post = Type.Object(
 );
 export type Post = Static<typeof Post>;
 
+/** Posts per page when the client does not say. */
+export const DEFAULT_PAGE_SIZE = 100;
+
 export const ListQuery = Type.Object({
-  limit: PageLimit({ max: 500, default: 100 }, { description: 'Posts per page' }),
+  limit: Type.Optional(PageLimit({ max: 500, default: DEFAULT_PAGE_SIZE }, { description: 'Posts per page' })),
   before: Type.Optional(Id({ description: 'Only posts with a smaller id (the `Link` header gives the next value)' })),
   topic: Type.Optional(QuestTopicSchema),
 });
