@@ -1,13 +1,20 @@
+import { resolve } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { parseEnv } from '@platform/schema';
 import type { DatabaseConfig } from '@platform/db';
+
+/**
+ * `<workspace root>/.data/microblog` from src/ and dist/ alike, so `npm start` (run at the root)
+ * and nx targets (run in the project folder) use the same embedded database.
+ */
+const DEFAULT_DATA_DIR = resolve(__dirname, '..', '..', '..', '.data', 'microblog');
 
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8887 }),
   HOST: Type.String({ default: '127.0.0.1', description: 'Use 0.0.0.0 in containers' }),
   DATABASE_URL: Type.Optional(Type.String({ description: 'PostgreSQL connection string; unset: embedded database' })),
-  DATA_DIR: Type.String({ default: '.data/microblog', description: 'Embedded database directory' }),
+  DATA_DIR: Type.String({ default: DEFAULT_DATA_DIR, description: 'Embedded database directory' }),
   DB_SCHEMA: Type.String({ default: 'microblog', pattern: '^[a-z_][a-z0-9_]*$' }),
   DB_POOL_MAX: Type.Integer({ minimum: 1, default: 10 }),
   MIGRATE_ON_START: Type.Boolean({ default: true }),
