@@ -38,5 +38,8 @@ export const TrimmedText = (bounds: { min: number; max: number }, options: Schem
  */
 export const withMessage = <T extends TSchema>(schema: T, message: string): T => ({ ...schema, 'x-error-message': message });
 
+/** A copy of a schema with other options (a description, a default), keeping its TypeScript type. */
+export const annotate = <T extends TSchema>(schema: T, options: SchemaOptions): T => ({ ...schema, ...options });
+
 /** Annotation keywords our schemas use; each app's Ajv instances must know them. */
 export const annotationKeywords = ['x-trim', 'x-error-message'] as const;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses, problemDetailsDialect, RequestValidationError } from '@platform/http-kit';
+import { annotate } from '@platform/schema';
 import { PostNotFoundError } from '../errors';
 import type { ReplyRow } from '../db/schema';
 import { createPostsRepository, type PostWithReplies } from './repository';
@@ -92,7 +93,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Write a post',
         description: 'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
         body: CreatePostBody,
-        response: { 201: { ...Post, description: 'The created post (no replies, zero reactions)' }, ...errors(...WRITE_ERRORS) },
+        response: { 201: annotate(Post, { description: 'The created post (no replies, zero reactions)' }), ...errors(...WRITE_ERRORS) },
       },
     },
     async (request, reply) => {
@@ -113,7 +114,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Adds a reply to the post named by `post_id` (a number or a string of digits; aliases `postId`, `microblogId`). ' +
           '`student_name` is optional (absent or null: anonymous). Counts against the write rate limit.',
         body: CreateReplyBody,
-        response: { 201: { ...Reply, description: 'The created reply' }, ...errors(...WRITE_ERRORS, 404) },
+        response: { 201: annotate(Reply, { description: 'The created reply' }), ...errors(...WRITE_ERRORS, 404) },
       },
     },
     async (request, reply) => {
@@ -136,7 +137,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '(aliases `postId`, `microblogId`). A reaction is a counter: every request adds one, atomically. ' +
           'Answers the updated post. Counts against the write rate limit.',
         body: ReactionBody,
-        response: { 200: { ...Post, description: 'The post with its updated counts' }, ...errors(...WRITE_ERRORS, 404) },
+        response: { 200: annotate(Post, { description: 'The post with its updated counts' }), ...errors(...WRITE_ERRORS, 404) },
       },
     },
     async (request) => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Id, IsoTimestamp, PageLimit, StringEnum, TrimmedText, withMessage } from '@platform/schema';
+import { annotate, Id, IsoTimestamp, PageLimit, StringEnum, TrimmedText, withMessage } from '@platform/schema';
 
 export const QUEST_TOPICS = [
   'digital_footprint',
@@ -76,8 +76,8 @@ const PostIdValue = withMessage(
 );
 const PostIdFields = {
   post_id: Type.Optional(PostIdValue),
-  postId: Type.Optional({ ...PostIdValue, description: 'Alias of post_id' }),
-  microblogId: Type.Optional({ ...PostIdValue, description: 'Alias of post_id' }),
+  postId: Type.Optional(annotate(PostIdValue, { description: 'Alias of post_id' })),
+  microblogId: Type.Optional(annotate(PostIdValue, { description: 'Alias of post_id' })),
 };
 
 export const CreateReplyBody = Type.Object(
@@ -95,8 +95,8 @@ export type CreateReplyBody = Static<typeof CreateReplyBody>;
 export const ReactionBody = Type.Object(
   {
     ...PostIdFields,
-    reaction_type: Type.Optional({ ...ReactionKindSchema, default: undefined, description: 'Defaults to like' }),
-    reactionType: Type.Optional({ ...ReactionKindSchema, description: 'Alias of reaction_type' }),
+    reaction_type: Type.Optional(annotate(ReactionKindSchema, { description: 'Defaults to like' })),
+    reactionType: Type.Optional(annotate(ReactionKindSchema, { description: 'Alias of reaction_type' })),
   },
   { description: 'One of post_id, postId or microblogId is required; each request adds one reaction' },
 );

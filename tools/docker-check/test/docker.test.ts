@@ -1,0 +1,545 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { DockerfileParser, type Dockerfile, type Instruction } from 'dockerfile-ast';
+import { validate } from 'dockerfile-utils';
+import { parseDocument } from 'yaml';
+import { isIgnored, loadDockerignore, parseDockerignore } from './dockerignore';
+
+/**
+ * Static checks of the container setup: no Docker engine is needed (none exists in CI).
+ * The build context of every image is the repository root.
+ */
+
+/** Documented service table: host port = container port, and the service's schema in the shared database. */
+const SERVICES: Record<string, { port: number; schema: string }> = {
+  'microblog-api': { port: 8887, schema: 'microblog' },
+  'workspace-api': { port: 8080, schema: 'workspace' },
+  'social-api': { port: 5000, schema: 'social' },
+};
+
+const ROOT = join(__dirname, '..', '..', '..');
+const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
+const read = (rel: string) => readFileSync(join(ROOT, rel), 'utf8');
+
+const APPS = readdirSync(join(ROOT, 'apps'), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(ROOT, 'apps', d.name, 'package.json')))
+  .map((d) => d.name)
+  .sort();
+
+/** Workspace directories (relative, e.g. `libs/db`) from the root package.json's `workspaces` globs. */
+function workspaceDirs(): string[] {
+  const globs: string[] = JSON.parse(read('package.json')).workspaces ?? [];
+  const dirs: string[] = [];
+  for (const glob of globs) {
+    const match = /^([^*]+)\/\*$/.exec(glob);
+    if (!match) throw new Error(`unsupported workspace glob ${glob}`);
+    const parent = join(ROOT, match[1]);
+    if (!existsSync(parent)) continue;
+    for (const d of readdirSync(parent, { withFileTypes: true })) {
+      if (d.isDirectory() && existsSync(join(parent, d.name, 'package.json')))
+        dirs.push(`${match[1]}/${d.name}`);
+    }
+  }
+  return dirs.sort();
+}
+
+const dockerignore = loadDockerignore(join(ROOT, '.dockerignore'));
+
+// ---------------------------------------------------------------------------------------------
+// Dockerfile helpers
+
+interface Stage {
+  name: string | null;
+  instructions: Instruction[];
+}
+
+function stagesOf(dockerfile: Dockerfile): Stage[] {
+  const stages: Stage[] = [];
+  for (const instruction of dockerfile.getInstructions()) {
+    if (instruction.getKeyword() === 'FROM') {
+      const args = instruction.getArguments().map((a) => a.getValue());
+      const asIndex = args.findIndex((a) => a.toLowerCase() === 'as');
+      stages.push({ name: asIndex >= 0 ? args[asIndex + 1] : null, instructions: [instruction] });
+    } else if (stages.length) {
+      stages[stages.length - 1].instructions.push(instruction);
+    }
+  }
+  return stages;
+}
+
+const keyword = (stage: Stage, kw: string) => stage.instructions.filter((i) => i.getKeyword() === kw);
+const unquote = (s: string) => s.replace(/^"(.*)"$/, '$1');
+
+interface CopySpec {
+  line: number;
+  keyword: string;
+  from: string | null;
+  sources: string[];
+  dest: string;
+}
+
+function copiesOf(instructions: Instruction[]): CopySpec[] {
+  return instructions
+    .filter((i) => i.getKeyword() === 'COPY' || i.getKeyword() === 'ADD')
+    .map((i) => {
+      const flags = (
+        i as unknown as { getFlags(): { getName(): string; getValue(): string | null }[] }
+      ).getFlags();
+      const from = flags.find((f) => f.getName() === 'from')?.getValue() ?? null;
+      const args = i.getArguments().map((a) => unquote(a.getValue().replace(/^\[|,$|\]$/g, '')));
+      return {
+        line: i.getRange().start.line + 1,
+        keyword: i.getKeyword(),
+        from,
+        sources: args.slice(0, -1),
+        dest: args[args.length - 1],
+      };
+    });
+}
+
+/** Every file under a repo-relative directory (skipping node_modules, dist, .git). */
+function walk(rel: string): string[] {
+  const abs = join(ROOT, rel);
+  if (!existsSync(abs)) return [];
+  if (!statSync(abs).isDirectory()) return [rel];
+  const out: string[] = [];
+  for (const entry of readdirSync(abs, { withFileTypes: true })) {
+    if (['node_modules', 'dist', '.git', '.nx', '.data'].includes(entry.name)) continue;
+    const child = posix.join(rel, entry.name);
+    if (entry.isDirectory()) out.push(...walk(child));
+    else out.push(child);
+  }
+  return out;
+}
+
+function globToRegex(glob: string): RegExp {
+  const body = glob
+    .split('')
+    .map((ch) => (ch === '*' ? '[^/]*' : ch === '?' ? '[^/]' : /[.+^${}()|[\]\\/]/.test(ch) ? '\\' + ch : ch))
+    .join('');
+  return new RegExp(`^${body}$`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compose helpers
+
+type Dict = Record<string, unknown>;
+
+/** Compose interpolation with an empty environment: `${VAR:-default}` / `${VAR-default}` take the default. */
+function interpolate(value: string): string {
+  return value
+    .replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}/g, (_m, _name, fallback) => fallback ?? '')
+    .replace(/\$\$/g, '$');
+}
+
+function envOf(service: Dict): Record<string, string> {
+  const env = service.environment;
+  const out: Record<string, string> = {};
+  if (Array.isArray(env)) {
+    for (const entry of env as string[]) {
+      const [k, ...rest] = String(entry).split('=');
+      out[k] = interpolate(rest.join('='));
+    }
+  } else if (env && typeof env === 'object') {
+    for (const [k, v] of Object.entries(env as Dict)) out[k] = v == null ? '' : interpolate(String(v));
+  }
+  return out;
+}
+
+function portsOf(service: Dict): { published: number; target: number }[] {
+  return ((service.ports as unknown[]) ?? []).map((p) => {
+    if (p && typeof p === 'object') {
+      const o = p as Dict;
+      return { published: Number(o.published), target: Number(o.target) };
+    }
+    const parts = String(p)
+      .replace(/\/(tcp|udp)$/, '')
+      .split(':');
+    return { published: Number(parts[parts.length - 2]), target: Number(parts[parts.length - 1]) };
+  });
+}
+
+function healthcheckText(hc: unknown): string {
+  const test = (hc as Dict | undefined)?.test;
+  return Array.isArray(test) ? test.join(' ') : String(test ?? '');
+}
+
+const SERVICE_KEYS = new Set(
+  `annotations attach blkio_config build cap_add cap_drop cgroup cgroup_parent command configs container_name
+  cpu_count cpu_percent cpu_period cpu_quota cpu_rt_period cpu_rt_runtime cpu_shares cpus cpuset credential_spec
+  depends_on deploy develop device_cgroup_rules devices dns dns_opt dns_search domainname entrypoint env_file
+  environment expose extends external_links extra_hosts gpus group_add healthcheck hostname image init ipc
+  isolation labels links logging mac_address mem_limit mem_reservation mem_swappiness memswap_limit network_mode
+  networks oom_kill_disable oom_score_adj pid pids_limit platform ports post_start pre_stop privileged profiles
+  pull_policy read_only restart runtime scale secrets security_opt shm_size stdin_open stop_grace_period
+  stop_signal storage_opt sysctls tmpfs tty ulimits user userns_mode uts volumes volumes_from working_dir`.split(
+    /\s+/,
+  ),
+);
+const TOP_LEVEL_KEYS = new Set([
+  'version',
+  'name',
+  'services',
+  'networks',
+  'volumes',
+  'configs',
+  'secrets',
+  'include',
+]);
+const DURATION = /^(\d+(\.\d+)?(us|ms|s|m|h))+$/;
+
+/** The errors a compose CLI would report for the mistakes most easily made by hand. */
+function structuralErrors(doc: Dict): string[] {
+  const errors: string[] = [];
+  for (const key of Object.keys(doc)) {
+    if (!TOP_LEVEL_KEYS.has(key) && !key.startsWith('x-')) errors.push(`unknown top-level key ${key}`);
+  }
+  const services = (doc.services ?? {}) as Record<string, Dict>;
+  const volumes = Object.keys((doc.volumes ?? {}) as Dict);
+  for (const [name, service] of Object.entries(services)) {
+    for (const key of Object.keys(service)) {
+      if (!SERVICE_KEYS.has(key) && !key.startsWith('x-'))
+        errors.push(`services.${name}: unsupported option ${key}`);
+    }
+    if (!service.image && !service.build) errors.push(`services.${name}: needs image or build`);
+    const env = service.environment;
+    if (env && typeof env === 'object' && !Array.isArray(env)) {
+      for (const [k, v] of Object.entries(env as Dict)) {
+        if (v !== null && typeof v !== 'string' && typeof v !== 'number')
+          errors.push(`services.${name}.environment.${k}: ${String(v)} must be a string`);
+      }
+    }
+    const deps = service.depends_on;
+    const depNames = Array.isArray(deps) ? (deps as string[]) : Object.keys((deps ?? {}) as Dict);
+    for (const dep of depNames)
+      if (!services[dep]) errors.push(`services.${name}.depends_on: no service ${dep}`);
+    if (deps && !Array.isArray(deps)) {
+      for (const [dep, spec] of Object.entries(deps as Record<string, Dict>)) {
+        const condition = spec?.condition;
+        if (
+          condition &&
+          !['service_started', 'service_healthy', 'service_completed_successfully'].includes(
+            String(condition),
+          )
+        ) {
+          errors.push(`services.${name}.depends_on.${dep}: unknown condition ${String(condition)}`);
+        }
+      }
+    }
+    for (const volume of (service.volumes as unknown[]) ?? []) {
+      const source =
+        typeof volume === 'string' ? volume.split(':')[0] : String((volume as Dict).source ?? '');
+      const isPath = /^[./~]/.test(source) || source.includes('/');
+      if (source && !isPath && !volumes.includes(source))
+        errors.push(`services.${name}.volumes: named volume ${source} is not declared`);
+    }
+    const hc = service.healthcheck as Dict | undefined;
+    for (const key of ['interval', 'timeout', 'start_period', 'start_interval']) {
+      if (hc?.[key] !== undefined && !DURATION.test(String(hc[key])))
+        errors.push(`services.${name}.healthcheck.${key}: bad duration ${String(hc[key])}`);
+    }
+    for (const p of portsOf(service)) {
+      if (!Number.isInteger(p.published) || !Number.isInteger(p.target))
+        errors.push(`services.${name}.ports: cannot read ${JSON.stringify(service.ports)}`);
+    }
+  }
+  return errors;
+}
+
+/** `docker-compose` (v1, Debian package) or a `docker compose` whose plugin works, if either is installed. */
+function composeCli(): { command: string; args: string[]; label: string } | null {
+  const v1 = spawnSync('docker-compose', ['version'], { encoding: 'utf8' });
+  if (!v1.error && v1.status === 0) return { command: 'docker-compose', args: [], label: 'docker-compose' };
+  const v2 = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' });
+  if (!v2.error && v2.status === 0) return { command: 'docker', args: ['compose'], label: 'docker compose' };
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('.dockerignore', () => {
+  it('follows Docker pattern semantics in this checker', () => {
+    const p = parseDockerignore('node_modules\n**/dist\n/.git\ntools/bench/results\n!keep/dist\n# comment\n');
+    expect(isIgnored(p, 'node_modules/x')).toBe(true);
+    expect(isIgnored(p, 'libs/db/node_modules/x')).toBe(false); // without **/ only the root one
+    expect(isIgnored(p, 'dist')).toBe(true);
+    expect(isIgnored(p, 'apps/a/dist/main.js')).toBe(true);
+    expect(isIgnored(p, 'keep/dist')).toBe(false);
+    expect(isIgnored(p, '.git/HEAD')).toBe(true);
+    expect(isIgnored(p, 'tools/bench/results/r.json')).toBe(true);
+    expect(isIgnored(p, 'tools/bench/run.mjs')).toBe(false);
+    expect(isIgnored(p, 'distance.ts')).toBe(false);
+    expect(isIgnored(p, '.')).toBe(false);
+  });
+
+  it('keeps local installs, build output and state out of the context, at every depth', () => {
+    expect(existsSync(join(ROOT, '.dockerignore'))).toBe(true);
+    const mustIgnore = [
+      'node_modules',
+      'dist',
+      '.nx',
+      '.data',
+      '.git',
+      'coverage',
+      'tools/bench/results',
+      'x.tsbuildinfo',
+    ];
+    for (const ws of workspaceDirs())
+      mustIgnore.push(`${ws}/node_modules`, `${ws}/dist`, `${ws}/coverage`, `${ws}/.data`);
+    expect(mustIgnore.filter((p) => !isIgnored(dockerignore, p))).toEqual([]);
+  });
+
+  it('keeps every build input in the context', () => {
+    const inputs = [
+      'package.json',
+      'package-lock.json',
+      'nx.json',
+      'tsconfig.base.json',
+      'tsconfig.json',
+    ].filter((f) => existsSync(join(ROOT, f)));
+    for (const ws of workspaceDirs()) {
+      inputs.push(`${ws}/package.json`, ...walk(`${ws}/src`), ...walk(`${ws}/public`));
+      if (existsSync(join(ROOT, ws, 'tsconfig.lib.json'))) inputs.push(`${ws}/tsconfig.lib.json`);
+    }
+    expect(inputs.filter((p) => isIgnored(dockerignore, p))).toEqual([]);
+  });
+});
+
+describe('app Dockerfiles', () => {
+  it('every app has a Dockerfile and a documented port', () => {
+    expect(APPS.length).toBeGreaterThan(0);
+    expect(APPS.filter((app) => !existsSync(join(ROOT, 'apps', app, 'Dockerfile')))).toEqual([]);
+    expect(APPS.filter((app) => !SERVICES[app])).toEqual([]); // add new services to the SERVICES table
+  });
+
+  describe.each(APPS.filter((app) => existsSync(join(ROOT, 'apps', app, 'Dockerfile'))))(
+    'apps/%s/Dockerfile',
+    (app) => {
+      const rel = `apps/${app}/Dockerfile`;
+      const content = read(rel);
+      const dockerfile = DockerfileParser.parse(content);
+      const stages = stagesOf(dockerfile);
+      const final = stages[stages.length - 1];
+
+      it('has no dockerfile-utils diagnostics', () => {
+        const diagnostics = validate(content).map((d) => `${rel}:${d.range.start.line + 1}: ${d.message}`);
+        expect(diagnostics).toEqual([]);
+      });
+
+      it('is multi-stage, the final stage copying from an earlier one', () => {
+        expect(stages.length).toBeGreaterThanOrEqual(2);
+        for (const stage of stages)
+          expect(keyword(stage, 'FROM')[0].getArguments()[0].getValue()).toMatch(/^node:20-bookworm-slim$/);
+        const earlier = stages.slice(0, -1).map((s) => s.name);
+        const froms = copiesOf(final.instructions)
+          .map((c) => c.from)
+          .filter(Boolean);
+        expect(froms.length).toBeGreaterThan(0);
+        for (const from of froms) expect(earlier).toContain(from);
+      });
+
+      it('copies every workspace manifest before installing dependencies', () => {
+        const build = stages[0].instructions;
+        const installAt = build.findIndex(
+          (i) => i.getKeyword() === 'RUN' && /\bnpm (install|ci)\b/.test(i.getArgumentsContent() ?? ''),
+        );
+        expect(installAt).toBeGreaterThan(0);
+        const copied = copiesOf(build.slice(0, installAt)).flatMap((c) => c.sources);
+        const manifests = [
+          'package.json',
+          'package-lock.json',
+          ...workspaceDirs().map((ws) => `${ws}/package.json`),
+        ];
+        // A missing line means `npm install` would not link that workspace: add `COPY <ws>/package.json <ws>/`.
+        expect(manifests.filter((m) => !copied.includes(m))).toEqual([]);
+        const copiesAfter = copiesOf(build.slice(installAt)).filter((c) => !c.from);
+        expect(copiesAfter.length).toBeGreaterThan(0);
+        expect(
+          build
+            .slice(installAt)
+            .some(
+              (i) =>
+                i.getKeyword() === 'RUN' && (i.getArgumentsContent() ?? '').includes(`nx run ${app}:build`),
+            ),
+        ).toBe(true);
+        expect(
+          build.some(
+            (i) =>
+              i.getKeyword() === 'RUN' &&
+              /npm prune --omit=dev|npm (install|ci) [^&]*--omit=dev/.test(i.getArgumentsContent() ?? ''),
+          ),
+        ).toBe(true);
+      });
+
+      it('copies only paths that exist in the context and are not excluded by .dockerignore', () => {
+        const allFiles = walk('.');
+        const problems: string[] = [];
+        const copies = stages.flatMap((s) => copiesOf(s.instructions)).filter((c) => !c.from);
+        expect(copies.length).toBeGreaterThan(0);
+        for (const copy of copies) {
+          for (const source of copy.sources) {
+            if (/^https?:\/\//.test(source)) continue;
+            const clean = posix.normalize(source).replace(/\/$/, '') || '.';
+            if (clean.startsWith('..') || clean.startsWith('/')) {
+              problems.push(`line ${copy.line}: ${source} is outside the build context`);
+            } else if (/[*?[]/.test(clean)) {
+              const re = globToRegex(clean);
+              if (!allFiles.some((f) => re.test(f) && !isIgnored(dockerignore, f)))
+                problems.push(`line ${copy.line}: ${source} matches nothing in the context`);
+            } else if (!existsSync(join(ROOT, clean))) {
+              problems.push(`line ${copy.line}: ${source} does not exist`);
+            } else if (isIgnored(dockerignore, clean)) {
+              problems.push(`line ${copy.line}: ${source} is excluded by .dockerignore`);
+            }
+          }
+        }
+        expect(problems).toEqual([]);
+      });
+
+      it('runs as a non-root user in production mode, listening on all interfaces', () => {
+        const users = keyword(final, 'USER').map((u) => u.getArgumentsContent()?.trim() ?? '');
+        expect(users.length).toBeGreaterThan(0);
+        expect(users[users.length - 1]).not.toMatch(/^(root|0)(:.*)?$/);
+        const env = Object.fromEntries(
+          keyword(final, 'ENV').flatMap((e) =>
+            (e as unknown as { getProperties(): { getName(): string; getValue(): string | null }[] })
+              .getProperties()
+              .map((p) => [p.getName(), p.getValue()]),
+          ),
+        );
+        expect(env.NODE_ENV).toBe('production');
+        expect(env.HOST).toBe('0.0.0.0');
+        if (env.PORT !== undefined) expect(Number(env.PORT)).toBe(SERVICES[app]?.port);
+      });
+
+      it('exposes the documented port, has a HEALTHCHECK on /healthz and starts the compiled entry', () => {
+        const exposed = keyword(final, 'EXPOSE').flatMap((e) =>
+          e.getArguments().map((a) => Number(a.getValue().replace(/\/tcp$/, ''))),
+        );
+        expect(exposed).toContain(SERVICES[app]?.port);
+        const healthchecks = keyword(final, 'HEALTHCHECK');
+        expect(healthchecks).toHaveLength(1);
+        expect(healthchecks[0].getArgumentsContent()).toMatch(/\bCMD\b[\s\S]*\/healthz/);
+        expect(healthchecks[0].getArgumentsContent()).not.toMatch(/\bcurl\b|\bwget\b/); // not in slim images
+        const cmd = keyword(final, 'CMD');
+        expect(cmd).toHaveLength(1);
+        expect(cmd[0].getArgumentsContent()?.replace(/\s+/g, '')).toBe(`["node","apps/${app}/dist/main.js"]`);
+      });
+    },
+  );
+});
+
+describe('docker-compose.yml', () => {
+  const text = readFileSync(COMPOSE_FILE, 'utf8');
+  const parsed = parseDocument(text, { merge: true });
+  const doc = (parsed.toJS() ?? {}) as Dict;
+  const services = (doc.services ?? {}) as Record<string, Dict>;
+  const postgresName = Object.keys(services).find((name) =>
+    /^postgres(:|$)/.test(String(services[name].image ?? '')),
+  );
+  const postgres = postgresName ? services[postgresName] : undefined;
+  const pgEnv = postgres ? envOf(postgres) : {};
+  const cli = composeCli();
+
+  it('parses as YAML without errors or warnings', () => {
+    expect(parsed.errors.map(String)).toEqual([]);
+    expect(parsed.warnings.map(String)).toEqual([]);
+    expect(Object.keys(services).length).toBeGreaterThan(1);
+  });
+
+  it(
+    cli
+      ? `is accepted by \`${cli.label} config -q\` and the structural check`
+      : 'passes the structural check (no compose CLI on PATH)',
+    () => {
+      expect(structuralErrors(doc)).toEqual([]);
+      if (cli) {
+        const run = spawnSync(cli.command, [...cli.args, '-f', COMPOSE_FILE, 'config', '-q'], {
+          cwd: ROOT,
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        expect({ status: run.status, stderr: run.stderr.trim() }).toEqual({ status: 0, stderr: '' });
+      }
+    },
+    60_000,
+  );
+
+  it('has a postgres:15 service with a pg_isready healthcheck, a named volume and a password from the environment', () => {
+    expect(postgres?.image).toBe('postgres:15');
+    expect(healthcheckText(postgres?.healthcheck)).toContain('pg_isready');
+    const volumes = ((postgres?.volumes as unknown[]) ?? []).map((v) =>
+      typeof v === 'string' ? v.split(':')[0] : String((v as Dict).source),
+    );
+    expect(volumes.some((v) => Object.keys((doc.volumes ?? {}) as Dict).includes(v))).toBe(true);
+    const rawPassword = String(((postgres?.environment ?? {}) as Dict).POSTGRES_PASSWORD ?? '');
+    expect(rawPassword).toMatch(/^\$\{POSTGRES_PASSWORD:?-[^}]+\}$/);
+  });
+
+  it('has a service for every app, built from its Dockerfile with the repository root as context', () => {
+    for (const app of APPS) {
+      const build = services[app]?.build as Dict | string | undefined;
+      expect({ app, build }).toEqual({ app, build: { context: '.', dockerfile: `apps/${app}/Dockerfile` } });
+    }
+    for (const [name, service] of Object.entries(services)) {
+      if (!service.build) continue;
+      const build = service.build as Dict;
+      expect({
+        name,
+        dockerfile: existsSync(
+          join(ROOT, String(build.context ?? '.'), String(build.dockerfile ?? 'Dockerfile')),
+        ),
+      }).toEqual({ name, dockerfile: true });
+    }
+  });
+
+  describe.each(APPS)('service %s', (app) => {
+    const service = services[app] ?? {};
+    const env = envOf(service);
+    const expected = SERVICES[app];
+
+    it('maps the documented port and the Dockerfile EXPOSEs it', () => {
+      expect(portsOf(service)).toEqual([{ published: expected.port, target: expected.port }]);
+      if (env.PORT !== undefined) expect(Number(env.PORT)).toBe(expected.port);
+      const dockerfile = DockerfileParser.parse(read(`apps/${app}/Dockerfile`));
+      const stages = stagesOf(dockerfile);
+      const exposed = keyword(stages[stages.length - 1], 'EXPOSE').flatMap((e) =>
+        e.getArguments().map((a) => Number(a.getValue().replace(/\/tcp$/, ''))),
+      );
+      expect(exposed).toContain(expected.port);
+    });
+
+    it('has a healthcheck on /healthz of its port and a restart policy', () => {
+      const hc = healthcheckText(service.healthcheck);
+      expect(hc).toContain('/healthz');
+      expect(hc).toContain(String(expected.port));
+      expect((service.healthcheck as Dict).disable).not.toBe(true);
+      expect(['always', 'unless-stopped', 'on-failure']).toContain(
+        String(service.restart).replace(/:\d+$/, ''),
+      );
+    });
+
+    it('uses its own schema of the shared postgres database and waits for it to be healthy', () => {
+      expect(env.DB_SCHEMA).toBe(expected.schema);
+      const url = new URL(env.DATABASE_URL ?? 'missing://');
+      expect(url.protocol).toMatch(/^postgres(ql)?:$/);
+      expect(url.hostname).toBe(postgresName);
+      expect(url.port === '' || url.port === '5432').toBe(true);
+      expect(decodeURIComponent(url.username)).toBe(pgEnv.POSTGRES_USER || 'postgres');
+      expect(decodeURIComponent(url.password)).toBe(pgEnv.POSTGRES_PASSWORD);
+      expect(url.pathname.slice(1)).toBe(pgEnv.POSTGRES_DB || pgEnv.POSTGRES_USER || 'postgres');
+      const depends = service.depends_on as Record<string, Dict> | undefined;
+      expect(depends?.[postgresName ?? 'postgres']?.condition).toBe('service_healthy');
+    });
+  });
+
+  it('gives every service that uses the database a distinct schema', () => {
+    const schemas = Object.values(services)
+      .map((s) => envOf(s).DB_SCHEMA)
+      .filter(Boolean);
+    expect(schemas.length).toBeGreaterThanOrEqual(APPS.length);
+    expect(new Set(schemas).size).toBe(schemas.length);
+    for (const schema of schemas) expect(schema).toMatch(/^[a-z_][a-z0-9_]*$/);
+  });
+});
