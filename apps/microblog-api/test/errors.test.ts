@@ -5,7 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildTestApp, type TestApp } from './support/app';
+import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
 const BODY_LIMIT = 16 * 1024;
 const WRITE_PATHS = ['/api/microblog', '/api/microblog/reply', '/api/microblog/reaction'] as const;
@@ -85,29 +85,9 @@ function expectProblem(res: LightMyRequestResponse, status: number, { fields }: 
   };
 }
 
-/** Everything a write can change: posts, replies and the sum of all reaction counters. */
-async function stored(target: TestApp = testApp) {
-  const { db } = target.database;
-  const posts = await db
-    .selectFrom('posts')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
-  const replies = await db
-    .selectFrom('replies')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
-  const rows = await db
-    .selectFrom('posts')
-    .select(['like_count', 'love_count', 'celebrate_count', 'insightful_count', 'support_count'])
-    .execute();
-  const reactions = rows.reduce(
-    (n, r) => n + r.like_count + r.love_count + r.celebrate_count + r.insightful_count + r.support_count,
-    0,
-  );
-  return { posts: Number(posts.n), replies: Number(replies.n), reactions };
-}
-
 /** Sends `request` and checks it was rejected with `status` and changed nothing. */
+const stored = (target: TestApp = testApp) => storedTotals(target.database);
+
 async function expectRejected(
   request: InjectOptions,
   status: number,

@@ -9,6 +9,7 @@
  * own /favicon.ico probe), and no request that left the service's origin.
  */
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { Post } from '../src/posts/schemas';
 import { startTestServer } from './support/server';
 
 jest.setTimeout(60_000);
@@ -26,24 +27,6 @@ const CHROMIUM_ARGS = [
 
 type TestServer = Awaited<ReturnType<typeof startTestServer>>;
 
-interface Reply {
-  id: number;
-  post_id: number;
-  content: string;
-  student_name: string | null;
-  timestamp: string;
-}
-
-interface Post {
-  id: number;
-  content: string;
-  quest_topic: string;
-  student_name: string;
-  timestamp: string;
-  replies: Reply[];
-  reply_count: number;
-  reactions: Record<string, number>;
-}
 
 interface PageWatch {
   pageErrors: string[];

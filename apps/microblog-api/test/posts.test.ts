@@ -4,26 +4,8 @@
  * looks at and finds them by id, so tests do not depend on each other's order.
  */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildTestApp, type TestApp } from './support/app';
-
-interface Reply {
-  id: number;
-  post_id: number;
-  content: string;
-  student_name: string | null;
-  timestamp: string;
-}
-
-interface Post {
-  id: number;
-  content: string;
-  quest_topic: string;
-  student_name: string;
-  timestamp: string;
-  replies: Reply[];
-  reply_count: number;
-  reactions: Record<string, number>;
-}
+import type { Post, Reply } from '../src/posts/schemas';
+import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
 const TOPICS = [
   'digital_footprint',
@@ -165,27 +147,7 @@ async function listed(id: number): Promise<Post> {
   return posts[0];
 }
 
-/** Rows in the database, to show that rejected requests store nothing. */
-async function stored() {
-  const { db } = testApp.database;
-  const posts = await db
-    .selectFrom('posts')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
-  const replies = await db
-    .selectFrom('replies')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .executeTakeFirstOrThrow();
-  const reactions = await db
-    .selectFrom('posts')
-    .select(['like_count', 'love_count', 'celebrate_count', 'insightful_count', 'support_count'])
-    .execute();
-  const sum = reactions.reduce(
-    (n, r) => n + r.like_count + r.love_count + r.celebrate_count + r.insightful_count + r.support_count,
-    0,
-  );
-  return { posts: Number(posts.n), replies: Number(replies.n), reactions: sum };
-}
+const stored = () => storedTotals(testApp.database);
 
 async function allPostIds(topic?: string): Promise<number[]> {
   let query = testApp.database.db.selectFrom('posts').select('id').orderBy('id', 'desc');

@@ -42,3 +42,17 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
     },
   };
 }
+
+/** What writes can change (posts, replies, all reaction counters), to show a rejected request stored nothing. */
+export async function storedTotals(database: Database<MicroblogDatabase>) {
+  const { db } = database;
+  const totals = await db
+    .selectFrom('posts')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('posts'),
+      eb.fn.coalesce(eb.fn.sum<string>(eb(eb(eb(eb('like_count', '+', eb.ref('love_count')), '+', eb.ref('celebrate_count')), '+', eb.ref('insightful_count')), '+', eb.ref('support_count'))), eb.lit(0)).as('reactions'),
+    ])
+    .executeTakeFirstOrThrow();
+  const replies = await db.selectFrom('replies').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return { posts: Number(totals.posts), replies: Number(replies.n), reactions: Number(totals.reactions) };
+}
