@@ -146,6 +146,16 @@ export const errorHandling = fp(
       if (trim) route.preValidation = [...[route.preValidation ?? []].flat(), trim];
     });
 
+    // Responses sent while the server drains close their connection, so a keep-alive client does
+    // not hold shutdown open until its keep-alive timeout (Fastify only reaps idle sockets).
+    let draining = false;
+    app.addHook('preClose', async () => {
+      draining = true;
+    });
+    app.addHook('onSend', async (_request, reply) => {
+      if (draining) reply.header('connection', 'close');
+    });
+
     // Only JSON bodies are accepted; Fastify's built-in text/plain parser would let text through.
     app.removeContentTypeParser('text/plain');
 

@@ -37,7 +37,9 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
     },
     bodyLimit: input.bodyLimit ?? 1024 * 1024,
     trustProxy: input.trustProxy ?? false,
-    return503OnClosing: true,
+    // A request that slips in while the server drains is served (the database closes only after
+    // the server has): Fastify's own 503 here would not be in the service's error format.
+    return503OnClosing: false,
     schemaController: { compilersFactory: { buildValidator: strictBodyValidator() as never } },
   };
 }

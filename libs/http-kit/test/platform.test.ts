@@ -200,3 +200,45 @@ describe('operations endpoints and headers', () => {
     await app.close();
   });
 });
+
+describe('shutdown', () => {
+  test('a response finished during the drain closes its keep-alive connection, so close() does not wait for it', async () => {
+    const app = Fastify(serverOptions({ logLevel: 'silent' }));
+    await app.register(platform, {
+      dialect: kasmDialect,
+      readiness: async () => undefined,
+      bodyLimit: 1024,
+      docs: { title: 't', description: 'd', version: '1', tags: [] },
+      cors: { origins: '*' },
+    });
+    let release!: () => void;
+    const slowStarted = new Promise<void>((started) => {
+      app.get('/slow', async () => {
+        started();
+        await new Promise<void>((r) => (release = r));
+        return { done: true };
+      });
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+
+    const { createConnection } = await import('node:net');
+    const socket = createConnection({ port, host: '127.0.0.1' });
+    let raw = '';
+    socket.on('data', (c) => (raw += c));
+    const ended = new Promise((r) => socket.on('close', r));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
+    await slowStarted;
+    const closed = app.close();
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    const started = Date.now();
+    await ended;
+    await closed;
+
+    expect(raw).toMatch(/^HTTP\/1\.1 200/);
+    expect(raw).toMatch(/\r\nconnection: close\r\n/i);
+    expect(raw).toContain('{"done":true}');
+    expect(Date.now() - started).toBeLessThan(2000); // not the 72 s keep-alive timeout
+  });
+});
