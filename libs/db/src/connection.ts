@@ -14,6 +14,8 @@ export interface DatabaseConfig {
   poolMax?: number;
   /** How long a request waits for a PostgreSQL connection before the database counts as unavailable. */
   connectTimeoutMs?: number;
+  /** Embedded only: how often planner statistics are refreshed (PGlite has no autovacuum). */
+  analyzeEveryMs?: number;
 }
 
 export interface Database<DB> {
@@ -71,8 +73,15 @@ async function openEmbedded<DB>(config: DatabaseConfig, options: OpenDatabaseOpt
   // One connection for the database's life, so a session setting is enough.
   await pglite.exec(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"; SET search_path TO "${config.schema}";`);
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite as never), log: options.onQuery });
+  // PGlite has no autovacuum: without statistics the planner picks scan-and-sort plans that grow
+  // with the tables. Refresh them now (data from earlier runs) and every few minutes, through
+  // Kysely so the statement waits its turn on the single connection.
+  const analyze = () => sql`analyze`.execute(db).catch(() => undefined);
+  await analyze();
+  const timer = setInterval(analyze, config.analyzeEveryMs ?? 5 * 60_000).unref();
   // Kysely's destroy already closes PGlite through the dialect; close again only if it did not.
   return wrap(db, 'embedded', config.schema, async () => {
+    clearInterval(timer);
     if (!pglite.closed) await pglite.close();
   });
 }
