@@ -1,8 +1,10 @@
 import { Type, type TSchema, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
 
+/** The largest id a Postgres `integer` identity column can hold. */
+export const MAX_ID = 2147483647;
+
 /** A positive database id, serialised as a JSON number. */
-export const Id = (options: SchemaOptions = {}) =>
-  Type.Integer({ minimum: 1, maximum: 2147483647, ...options });
+export const Id = (options: SchemaOptions = {}) => Type.Integer({ minimum: 1, maximum: MAX_ID, ...options });
 
 /** ISO 8601 UTC date-time with milliseconds and `Z` (what `Date#toISOString()` produces). */
 export const IsoTimestamp = (options: SchemaOptions = {}) =>

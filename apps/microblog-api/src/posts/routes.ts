@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses, problemDetailsDialect, RequestValidationError } from '@platform/http-kit';
-import { annotate } from '@platform/schema';
+import { annotate, MAX_ID } from '@platform/schema';
 import { PostNotFoundError } from '../errors';
 import type { ReplyRow } from '../db/schema';
 import { createPostsRepository, type PostWithReplies } from './repository';
@@ -17,7 +17,6 @@ import {
   type ReactionKind,
 } from './schemas';
 
-const MAX_ID = 2147483647;
 const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, [...statuses, 500, 503]);
 const WRITE_ERRORS = [400, 413, 415, 429];
 
