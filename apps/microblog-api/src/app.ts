@@ -1,13 +1,19 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Database } from '@platform/db';
 import { isDatabaseUnavailable } from '@platform/db';
-import { platform, problemDetailsDialect, serverOptions } from '@platform/http-kit';
+import { databasePlugin, platform, problemDetailsDialect, serverOptions } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { MicroblogDatabase } from './db/schema';
-import databasePlugin from './plugins/app/database';
+import { migrations } from './db/migrations';
 import writeRateLimit from './plugins/external/rate-limit';
 import panelRoutes from './panel/routes';
 import postsRoutes from './posts/routes';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    database: Database<MicroblogDatabase>;
+  }
+}
 
 export interface AppDependencies {
   /** An open database to use instead of opening one from `config.database` (tests). */
@@ -47,7 +53,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     cors: { origins: config.corsOrigins, methods: ['GET', 'HEAD', 'POST'], allowedHeaders: ['content-type'], exposedHeaders: ['link', 'retry-after'] },
   });
   await app.register(writeRateLimit, { perMinute: config.writeRateLimit });
-  await app.register(databasePlugin, { config, database: deps.database });
+  await app.register(databasePlugin, { config: config.database, migrateOnStart: config.migrateOnStart, migrations, database: deps.database });
 
   await app.register(panelRoutes);
   await app.register(postsRoutes, { prefix: '/api' });

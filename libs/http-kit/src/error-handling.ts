@@ -10,6 +10,8 @@ export interface ErrorHandlingOptions {
   /** Classifies errors that mean "a dependency is down" (answered 503, logged as a warning). */
   isUnavailable?: (error: unknown) => boolean;
   bodyLimit: number;
+  /** The 404 detail for unknown paths, when a client expects fixed wording (Kasm: "Not Found"). */
+  notFoundDetail?: string;
 }
 
 interface AjvError {
@@ -179,7 +181,7 @@ export const errorHandling = fp(
         reply.header('allow', allowed.join(', '));
         return send(reply, { status: 405, detail: `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}` });
       }
-      return send(reply, { status: 404, detail: `No such path: ${request.method} ${path}` });
+      return send(reply, { status: 404, detail: options.notFoundDetail ?? `No such path: ${request.method} ${path}` });
     });
   },
   { name: '@platform/error-handling', fastify: '5.x' },

@@ -4,3 +4,4 @@ export * from './dialects';
 export * from './error-handling';
 export * from './platform';
 export * from './run';
+export * from './database';

@@ -20,6 +20,8 @@ export interface PlatformOptions {
   /** Resolves when the service can serve traffic (database reachable); rejects otherwise. */
   readiness: () => Promise<void>;
   bodyLimit: number;
+  /** Fixed detail for unknown paths (default: names the method and path). */
+  notFoundDetail?: string;
   docs: {
     title: string;
     description: string;
@@ -71,7 +73,12 @@ export function errorResponses(dialect: ErrorDialect, statuses: number[]): Recor
 export const platform = fp(
   async function platform(app: FastifyInstance, options: PlatformOptions) {
     for (const schema of sharedSchemas) app.addSchema(schema);
-    await app.register(errorHandling, { dialect: options.dialect, isUnavailable: options.isUnavailable, bodyLimit: options.bodyLimit });
+    await app.register(errorHandling, {
+      dialect: options.dialect,
+      isUnavailable: options.isUnavailable,
+      bodyLimit: options.bodyLimit,
+      notFoundDetail: options.notFoundDetail,
+    });
 
     await app.register(swagger, {
       openapi: {

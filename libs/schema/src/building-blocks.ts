@@ -1,4 +1,4 @@
-import { Type, type TSchema, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
+import { Type, type Static, type TSchema, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
 
 /** The largest id a Postgres `integer` identity column can hold. */
 export const MAX_ID = 2147483647;
@@ -45,3 +45,10 @@ export const annotate = <T extends TSchema>(schema: T, options: SchemaOptions): 
 
 /** Annotation keywords our schemas use; each app's Ajv instances must know them. */
 export const annotationKeywords = ['x-trim', 'x-error-message'] as const;
+
+/**
+ * A value that may also be JSON `null` (OpenAPI `nullable`, which Ajv understands), keeping
+ * validation messages about the real type ("must be a boolean") instead of union noise.
+ */
+export const Nullable = <T extends TSchema>(schema: T): TUnsafe<Static<T> | null> =>
+  Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
