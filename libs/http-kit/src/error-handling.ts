@@ -107,6 +107,19 @@ function describeGroup(group: AjvError[]): string {
   }
 }
 
+/** The path of the first string (value or key) holding a NUL character, which PostgreSQL text cannot store. */
+export function findNul(value: unknown, path = '', depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || 'body' : undefined;
+  if (!value || typeof value !== 'object' || depth > 32) return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return childPath;
+    const found = findNul(child, childPath, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /** Trims the top-level body fields whose schema says `x-trim`, before validation counts characters. */
 function trimmingHook(route: RouteOptions): preValidationHookHandler | undefined {
   const props = (route.schema?.body as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
@@ -156,6 +169,12 @@ export const errorHandling = fp(
     });
     app.addHook('onSend', async (_request, reply) => {
       if (draining) reply.header('connection', 'close');
+    });
+
+    // Bad input is a 400 before it can reach the database (which would refuse it with an error).
+    app.addHook('preValidation', async (request) => {
+      const field = findNul(request.body);
+      if (field) throw new RequestValidationError([{ field, message: `${field} must not contain NUL characters` }]);
     });
 
     // Only JSON bodies are accepted; Fastify's built-in text/plain parser would let text through.

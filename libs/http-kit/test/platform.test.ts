@@ -105,6 +105,14 @@ describe('one error path, three dialects', () => {
     expect(ref.json().errors).toEqual([{ field: 'ref', message: 'ref must be a number or an x-string' }]);
   });
 
+  test('NUL characters anywhere in a body are a 400 naming the field (PostgreSQL text cannot hold them)', async () => {
+    const r = await problem.inject({ method: 'POST', url: '/things', payload: { name: 'ab', kind: 'a', nested: { deep: ['ok', 'x\u0000y'] } } });
+    expect(r.statusCode).toBe(400);
+    expect(r.json().errors).toEqual([{ field: 'nested.deep.1', message: 'nested.deep.1 must not contain NUL characters' }]);
+    const k = await kasm.inject({ method: 'POST', url: '/things', payload: { ['k\u0000']: 1, name: 'ab', kind: 'a' } });
+    expect(k.json()).toEqual({ error_message: 'k\u0000 must not contain NUL characters' });
+  });
+
   test('JSON bodies are never coerced; query strings are', async () => {
     expect((await problem.inject({ method: 'POST', url: '/things', payload: { name: 'abc', kind: 'a', count: '3' } })).statusCode).toBe(400);
     expect((await problem.inject('/things?limit=3')).json()).toEqual({ limit: 3 });
