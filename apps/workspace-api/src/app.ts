@@ -1,0 +1,81 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { isDatabaseUnavailable, type Database } from '@platform/db';
+import { databasePlugin, kasmDialect, platform, serverOptions } from '@platform/http-kit';
+import { BODY_LIMIT, type Config } from './config';
+import type { WorkspaceDatabase } from './db/schema';
+import { migrations } from './db/migrations';
+import apiKeyAuth from './auth/plugin';
+import { createApiKeysRepository } from './auth/repository';
+import authRoutes from './auth/routes';
+import usersRoutes from './users/routes';
+import groupsRoutes from './groups/routes';
+import imagesRoutes from './images/routes';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    database: Database<WorkspaceDatabase>;
+    config: Config;
+  }
+}
+
+export interface AppDependencies {
+  /** An open database to use instead of opening one from `config.database` (tests). */
+  database?: Database<WorkspaceDatabase>;
+}
+
+const DESCRIPTION = `User, group and workspace management, wire-compatible with Kasm Workspaces' developer API
+(\`/api/public/*\`): every operation is \`POST /api/public/<operation>\` with a JSON body carrying
+\`api_key\` and \`api_key_secret\` (or the \`api-key\`/\`api-key-secret\` headers, which win).
+
+Ids are UUIDs as 32 lowercase hex characters (dashed input accepted); datetimes are UTC
+\`YYYY-MM-DD HH:MM:SS.ffffff\`; errors are \`{"error_message": "..."}\` with Kasm's statuses: 400 for bad
+input and unknown entities, 401 for missing permissions or an expired key, 403 for bad credentials.
+
+Choices where the contract is silent: group names are unique as written (case-sensitive); a malformed
+\`page\`/\`page_size\` type is a 400 like any wrong type; an id that is not a string is a 400 type error
+while a string that is not a UUID is answered like an unknown id.`;
+
+/** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
+export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions({ logLevel: config.logLevel, logFormat: config.logFormat, bodyLimit: BODY_LIMIT, trustProxy: config.trustProxy }));
+  app.decorate('config', config);
+
+  await app.register(platform, {
+    dialect: kasmDialect,
+    isUnavailable: isDatabaseUnavailable,
+    readiness: () => app.database.ping(),
+    bodyLimit: BODY_LIMIT,
+    notFoundDetail: 'Not Found',
+    docs: {
+      title: 'workspace-api',
+      description: DESCRIPTION,
+      version: '1.0.0',
+      tags: [
+        { name: 'credentials', description: 'API key checks' },
+        { name: 'users', description: 'Users' },
+        { name: 'groups', description: 'Groups and memberships' },
+        { name: 'images', description: 'Workspaces (images) and the groups allowed to use them' },
+      ],
+      openapi: {
+        components: {
+          securitySchemes: {
+            apiKeyHeader: { type: 'apiKey', in: 'header', name: 'api-key' },
+            apiKeySecretHeader: { type: 'apiKey', in: 'header', name: 'api-key-secret' },
+          },
+        },
+      },
+    },
+    cors: { origins: config.corsOrigins, methods: ['GET', 'POST'], allowedHeaders: ['content-type', 'api-key', 'api-key-secret'] },
+  });
+  await app.register(databasePlugin, { config: config.database, migrateOnStart: config.migrateOnStart, migrations, database: deps.database });
+  if (config.bootstrapKey) {
+    await createApiKeysRepository(app.database.db).ensureBootstrap(config.bootstrapKey.apiKey, config.bootstrapKey.secret);
+  }
+  await app.register(apiKeyAuth);
+
+  await app.register(authRoutes, { prefix: '/api/public' });
+  await app.register(usersRoutes, { prefix: '/api/public' });
+  await app.register(groupsRoutes, { prefix: '/api/public' });
+  await app.register(imagesRoutes, { prefix: '/api/public' });
+  return app;
+}

@@ -1,0 +1,58 @@
+import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AccessDenied, AccessExpired, InvalidRequest, Unauthorized } from '../errors';
+import type { ApiKeyRow } from '../db/schema';
+import { createApiKeysRepository } from './repository';
+import { secretMatches, hashSecret } from './keys';
+import type { OperationAccess } from './permissions';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key that authenticated this request (Kasm operations only). */
+    apiKey?: ApiKeyRow;
+  }
+}
+
+const header = (request: FastifyRequest, name: string) => {
+  const value = request.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+};
+const bodyField = (request: FastifyRequest, name: string) => {
+  const body = request.body as Record<string, unknown> | null | undefined;
+  const value = body && typeof body === 'object' ? body[name] : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+};
+
+// Compared against when the key is unknown, so both cases take the same time.
+const DECOY = hashSecret('decoy');
+
+/**
+ * Kasm's credential check, before any validation of the operation's body: the key pair from the
+ * `api-key`/`api-key-secret` headers (which win) or the body, then enabled, secret, expiry,
+ * read-only and permission, with Kasm's exact statuses and messages.
+ */
+export default fp(
+  async function apiKeyAuth(app) {
+    const keys = createApiKeysRepository(app.database.db);
+
+    app.addHook('preValidation', async (request) => {
+      const access: OperationAccess | undefined = request.routeOptions.config.access;
+      if (!access) return;
+      // A POST without a body (credentials in the headers only) is an empty operation body.
+      if (request.body === undefined && request.method === 'POST') request.body = {};
+      const apiKey = header(request, 'api-key') ?? bodyField(request, 'api_key');
+      const secret = header(request, 'api-key-secret') ?? bodyField(request, 'api_key_secret');
+      if (!apiKey || !secret) throw new InvalidRequest();
+
+      const key = await keys.findByKey(apiKey);
+      const matches = secretMatches(secret, key?.secret_salt ?? DECOY.salt, key?.secret_hash ?? DECOY.hash);
+      if (!key || !key.enabled || !matches) throw new AccessDenied();
+      if (key.expires && key.expires.getTime() <= Date.now()) throw new AccessExpired();
+      if (access.writes && key.read_only) throw new Unauthorized();
+      const granted = key.permissions.includes('Global Admin') || access.permission === 'any' || key.permissions.includes(access.permission);
+      if (!granted) throw new Unauthorized();
+      request.apiKey = key;
+    });
+  },
+  { name: 'api-key-auth', dependencies: ['database'] },
+);

@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import type { ApiKeyRow, WorkspaceDatabase } from '../db/schema';
+import { hashSecret, newKeyPair } from './keys';
+import type { Permission } from './permissions';
+
+export interface NewApiKey {
+  name: string;
+  permissions: Permission[];
+  readOnly?: boolean;
+  expires?: Date | null;
+}
+
+/** Every statement about API keys. */
+export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
+  return {
+    findByKey(apiKey: string): Promise<ApiKeyRow | undefined> {
+      return db.selectFrom('api_keys').selectAll().where('api_key', '=', apiKey).executeTakeFirst();
+    },
+
+    /** Creates a key; the secret is returned once and only its hash is stored. */
+    async create(key: NewApiKey): Promise<{ row: ApiKeyRow; apiKey: string; secret: string }> {
+      const { apiKey, secret } = newKeyPair();
+      const { salt, hash } = hashSecret(secret);
+      const row = await db
+        .insertInto('api_keys')
+        .values({ api_key: apiKey, secret_salt: salt, secret_hash: hash, name: key.name, permissions: key.permissions, read_only: key.readOnly ?? false, expires: key.expires ?? null })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return { row, apiKey, secret };
+    },
+
+    /** The configured bootstrap key exists, enabled, Global Admin, with exactly this secret. */
+    async ensureBootstrap(apiKey: string, secret: string): Promise<void> {
+      const { salt, hash } = hashSecret(secret);
+      const values = { secret_salt: salt, secret_hash: hash, enabled: true, read_only: false, expires: null, permissions: ['Global Admin'] };
+      await db
+        .insertInto('api_keys')
+        .values({ api_key: apiKey, name: 'bootstrap', ...values })
+        .onConflict((oc) => oc.column('api_key').doUpdateSet(values))
+        .execute();
+    },
+
+    list(): Promise<ApiKeyRow[]> {
+      return db.selectFrom('api_keys').selectAll().orderBy('created').execute();
+    },
+
+    /** True when a key was disabled. */
+    async disable(apiKey: string): Promise<boolean> {
+      const result = await db.updateTable('api_keys').set({ enabled: false }).where('api_key', '=', apiKey).executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+  };
+}

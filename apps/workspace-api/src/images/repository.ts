@@ -1,0 +1,145 @@
+import type { Kysely } from 'kysely';
+import { SQLSTATE, sqlState } from '@platform/db';
+import type { ImageRow, NewImage, WorkspaceDatabase } from '../db/schema';
+import type { WorkspaceEntry } from './registry';
+
+const BATCH = 500;
+
+const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+
+function toNewImage(entry: WorkspaceEntry): NewImage {
+  return { ...entry, run_config: json(entry.run_config), exec_config: json(entry.exec_config) };
+}
+
+export type GroupImageChange = 'done' | 'group-or-image-missing';
+
+/** Every statement about images (installed workspaces) and group allow-lists. Ids are the database (dashed) form. */
+export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
+  /** Images in installation order (then by id), the order every listing uses. */
+  const images = () => db.selectFrom('images').selectAll('images').orderBy('images.created').orderBy('images.id');
+
+  return {
+    list(): Promise<ImageRow[]> {
+      return images().execute();
+    },
+
+    /**
+     * Installs an entry; undefined when an image of that name exists (also when a concurrent install
+     * of the same name won: the unique index decides, nothing is raised).
+     */
+    install(entry: WorkspaceEntry): Promise<ImageRow | undefined> {
+      return db
+        .insertInto('images')
+        .values(toNewImage(entry))
+        .onConflict((oc) => oc.column('name').doNothing())
+        .returningAll()
+        .executeTakeFirst();
+    },
+
+    /** Installs many entries (batched); answers the names actually installed (the others existed). */
+    async installMany(entries: WorkspaceEntry[]): Promise<Set<string>> {
+      const installed = new Set<string>();
+      for (let i = 0; i < entries.length; i += BATCH) {
+        const rows = await db
+          .insertInto('images')
+          .values(entries.slice(i, i + BATCH).map(toNewImage))
+          .onConflict((oc) => oc.column('name').doNothing())
+          .returning('name')
+          .execute();
+        for (const r of rows) installed.add(r.name);
+      }
+      return installed;
+    },
+
+    /** Deletes an image; its group allow-list entries go with it (foreign key cascade). False when there was none. */
+    async delete(id: string): Promise<boolean> {
+      const deleted = await db.deleteFrom('images').where('id', '=', id).returning('id').executeTakeFirst();
+      return deleted !== undefined;
+    },
+
+    async groupExists(groupId: string): Promise<boolean> {
+      return (await db.selectFrom('groups').select('id').where('id', '=', groupId).executeTakeFirst()) !== undefined;
+    },
+
+    async userExists(userId: string): Promise<boolean> {
+      return (await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst()) !== undefined;
+    },
+
+    /** The images a group may use. */
+    listForGroup(groupId: string): Promise<ImageRow[]> {
+      return images()
+        .innerJoin('group_images', 'group_images.image_id', 'images.id')
+        .where('group_images.group_id', '=', groupId)
+        .execute();
+    },
+
+    /** The union of the images the user's groups may use, each once, in one statement. */
+    listForUser(userId: string): Promise<ImageRow[]> {
+      return images()
+        .where('images.id', 'in', (eb) =>
+          eb
+            .selectFrom('group_images')
+            .innerJoin('user_groups', 'user_groups.group_id', 'group_images.group_id')
+            .select('group_images.image_id')
+            .where('user_groups.user_id', '=', userId),
+        )
+        .execute();
+    },
+
+    /**
+     * Allows a group to use an image, in one statement; allowing it again changes nothing. A missing
+     * group or image (also one deleted concurrently) is told by the foreign keys.
+     */
+    async addToGroup(groupId: string, imageId: string): Promise<GroupImageChange> {
+      try {
+        await db
+          .insertInto('group_images')
+          .values({ group_id: groupId, image_id: imageId })
+          .onConflict((oc) => oc.columns(['group_id', 'image_id']).doNothing())
+          .execute();
+        return 'done';
+      } catch (error) {
+        if (sqlState(error) === SQLSTATE.foreignKeyViolation) return 'group-or-image-missing';
+        throw error;
+      }
+    },
+
+    /** Allows many pairs (seeding), batched; pairs already allowed are left alone. */
+    async addManyToGroups(pairs: { group_id: string; image_id: string }[]): Promise<number> {
+      let added = 0;
+      for (let i = 0; i < pairs.length; i += BATCH) {
+        const rows = await db
+          .insertInto('group_images')
+          .values(pairs.slice(i, i + BATCH))
+          .onConflict((oc) => oc.columns(['group_id', 'image_id']).doNothing())
+          .returning('image_id')
+          .execute();
+        added += rows.length;
+      }
+      return added;
+    },
+
+    /**
+     * Takes an image off a group's allow-list. A pair that was not allowed is no error as long as the
+     * group and the image exist (removal is idempotent, like adding).
+     */
+    async removeFromGroup(groupId: string, imageId: string): Promise<GroupImageChange> {
+      const removed = await db
+        .deleteFrom('group_images')
+        .where('group_id', '=', groupId)
+        .where('image_id', '=', imageId)
+        .returning('image_id')
+        .executeTakeFirst();
+      if (removed) return 'done';
+      const { group, image } = await db
+        .selectNoFrom((eb) => [
+          eb.exists(eb.selectFrom('groups').select('id').where('id', '=', groupId)).as('group'),
+          eb.exists(eb.selectFrom('images').select('id').where('id', '=', imageId)).as('image'),
+        ])
+        .executeTakeFirstOrThrow();
+      return group && image ? 'done' : 'group-or-image-missing';
+    },
+  };
+}
+
+export type ImagesRepository = ReturnType<typeof createImagesRepository>;

@@ -1,0 +1,101 @@
+import { Type, type Static, type TObject, type TOptional, type TProperties, type TSchema, type TString } from '@sinclair/typebox';
+import { annotate, Nullable, StringEnum } from '@platform/schema';
+import { OperationBody } from '../kasm/operation';
+import { IdInput, KasmDate, KasmId } from '../kasm/wire';
+import { ARCHITECTURES, COMPATIBILITY_PATTERN, MAX_INTEGER } from './registry';
+
+const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const Command = Type.Object({ cmd: Type.String() }, { additionalProperties: true, description: 'A command run in the session container' });
+
+/** Free-form JSON object (Docker run overrides). */
+const RunConfig = Type.Record(Type.String(), Type.Unknown(), { description: 'Docker run overrides, e.g. `{"hostname": "kasm"}`' });
+
+const ExecConfig = Type.Object(
+  {
+    go: Type.Optional(Command),
+    assign: Type.Optional(Command),
+    first_launch: Type.Optional(Command),
+  },
+  { additionalProperties: true, description: 'Commands run on session events; other members are kept as given' },
+);
+
+/** An installed workspace: the registry entry's fields plus `image_id`, `enabled`, `created`. */
+export const Image = Type.Object(
+  {
+    image_id: KasmId,
+    name: Type.String({ description: 'Image reference `<repository>:<tag>`; unique', examples: ['kasmweb/chrome:1.16.0'] }),
+    friendly_name: Type.String({ examples: ['Chrome'] }),
+    description: Type.String(),
+    image_src: Type.String({ description: 'Icon file name', examples: ['chrome.png'] }),
+    architecture: Type.Array(StringEnum(ARCHITECTURES)),
+    compatibility: Type.Array(Type.String({ pattern: COMPATIBILITY_PATTERN }), { examples: [['1.15.x', '1.16.x']] }),
+    uncompressed_size_mb: Type.Integer({ minimum: 0, maximum: MAX_INTEGER }),
+    categories: Type.Array(Type.String(), { description: 'Empty when the entry has none' }),
+    docker_registry: nullable(Type.String({ examples: ['https://index.docker.io/v1/'] })),
+    run_config: nullable(RunConfig),
+    exec_config: nullable(ExecConfig),
+    notes: nullable(Type.String()),
+    cores: nullable(Type.Number({ minimum: 0 })),
+    memory: nullable(Type.Integer({ minimum: 0, description: 'MB (Kasm\u2019s own `get_images` reports bytes)' })),
+    gpu_count: nullable(Type.Integer({ minimum: 0 })),
+    enabled: Type.Boolean({ description: 'Always true for an installed workspace' }),
+    created: KasmDate,
+  },
+  { description: 'An installed workspace (image); optional entry fields that were absent are null' },
+);
+export type Image = Static<typeof Image>;
+
+export const ImageResponse = Type.Object({ image: Image });
+export const ImagesResponse = Type.Object({ images: Type.Array(Image) });
+export const EmptyResponse = (description: string) => Type.Object({}, { description });
+
+/** A schema-1.0 registry entry, for the documentation: the handler checks it field by field. */
+export const WORKSPACE_EXAMPLE = {
+  friendly_name: 'Chrome',
+  name: 'kasmweb/chrome:1.16.0',
+  description: 'Chrome is a cross-platform web browser developed by Google.',
+  image_src: 'chrome.png',
+  architecture: ['amd64', 'arm64'],
+  compatibility: ['1.15.x', '1.16.x'],
+  uncompressed_size_mb: 2390,
+  categories: ['Browser'],
+  docker_registry: 'https://index.docker.io/v1/',
+  run_config: { hostname: 'kasm' },
+  exec_config: { go: { cmd: "bash -c '/dockerstartup/custom_startup.sh --go --url \"$KASM_URL\"'" } },
+  cores: 2,
+  memory: 2768,
+};
+
+/*
+ * Request bodies declare types only: every field is optional so each operation answers a missing
+ * field with Kasm's own message; `null` counts as absent.
+ */
+type CredentialFields = { api_key: TOptional<TString>; api_key_secret: TOptional<TString> };
+const Body = <T extends TProperties>(properties: T) => OperationBody(properties) as unknown as TObject<CredentialFields & T>;
+const target = <T extends TProperties>(properties: T, description: string) => Type.Optional(Nullable(Type.Object(properties, { description })));
+const Id = (description: string) => Type.Optional(Nullable(annotate(IdInput, { description })));
+
+const TargetImage = target({ image_id: Id('The image (32 hex characters; dashed UUIDs accepted)') }, '`image_id` is required');
+const TargetGroup = target({ group_id: Id('The group (32 hex characters; dashed UUIDs accepted)') }, '`group_id` is required');
+
+export const InstallWorkspaceBody = Body({
+  workspace: Type.Optional(
+    Type.Unknown({
+      description:
+        'A workspace registry entry (schema 1.0). Required: `friendly_name`, `name` (`<repository>:<tag>`), `description`, ' +
+        '`image_src`, `architecture` (non-empty subset of amd64, arm64), `compatibility` (non-empty list of `MAJOR.MINOR.x`), ' +
+        '`uncompressed_size_mb` (integer >= 0). Optional: `categories`, `docker_registry` (URL), `run_config` (object), ' +
+        '`exec_config` (object; `go`, `assign`, `first_launch` each `{cmd}`), `notes`, `cores` (number), `memory` (MB, integer), ' +
+        '`gpu_count` (integer). Unknown fields are ignored.',
+      examples: [WORKSPACE_EXAMPLE],
+    }),
+  ),
+});
+export const DeleteImageBody = Body({ target_image: TargetImage });
+export const GroupImageBody = Body({ target_group: TargetGroup, target_image: TargetImage });
+export const GetImagesGroupBody = Body({ target_group: TargetGroup });
+export const GetUserImagesBody = Body({
+  target_user: target({ user_id: Id('The user (32 hex characters; dashed UUIDs accepted)') }, '`user_id` is required'),
+});
+export const GetImagesBody = Type.Optional(OperationBody());

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { faker } from '@faker-js/faker';
+import { argon2id, hash } from 'argon2';
+import type { Kysely } from 'kysely';
+import type { Config } from './config';
+import type { NewUser, WorkspaceDatabase } from './db/schema';
+import { importWorkspaces, readRegistryDocument } from './images/cli';
+import { createImagesRepository } from './images/repository';
+import { ALL_USERS_GROUP_ID, cut64 } from './kasm/wire';
+
+export const SEED_USAGE = `  seed [--users=N] [--groups=N]  add demo users (default 50) and groups (default 5) with memberships,
+                                and install the sample registry's workspaces`;
+
+/** The registry the demo workspaces come from (from src/ and dist/ alike). */
+export const SAMPLE_REGISTRY = resolve(__dirname, '..', 'registry', 'sample-list.json');
+
+const BATCH = 500;
+const MAX_COUNT = 100_000;
+
+function count(option: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > MAX_COUNT) throw new Error(`--${option} must be an integer from 0 to ${MAX_COUNT}`);
+  return n;
+}
+
+/** The statements only seeding needs: many users, groups and memberships at once; existing names are left alone. */
+function seedRepository(db: Kysely<WorkspaceDatabase>) {
+  return {
+    async insertUsers(users: NewUser[]): Promise<string[]> {
+      const ids: string[] = [];
+      for (let i = 0; i < users.length; i += BATCH) {
+        const rows = await db
+          .insertInto('users')
+          .values(users.slice(i, i + BATCH))
+          .onConflict((oc) => oc.column('username').doNothing())
+          .returning('id')
+          .execute();
+        ids.push(...rows.map((r) => r.id));
+      }
+      return ids;
+    },
+
+    async insertGroups(groups: { name: string; description: string; priority: number }[]): Promise<string[]> {
+      if (!groups.length) return [];
+      const rows = await db
+        .insertInto('groups')
+        .values(groups)
+        .onConflict((oc) => oc.column('name').doNothing())
+        .returning('id')
+        .execute();
+      return rows.map((r) => r.id);
+    },
+
+    /** Groups a seeded user may join: every group but the system ones. */
+    async joinableGroups(): Promise<string[]> {
+      return (await db.selectFrom('groups').select('id').where('is_system', '=', false).execute()).map((r) => r.id);
+    },
+
+    async insertMemberships(pairs: { user_id: string; group_id: string }[]): Promise<number> {
+      let added = 0;
+      for (let i = 0; i < pairs.length; i += BATCH) {
+        const rows = await db
+          .insertInto('user_groups')
+          .values(pairs.slice(i, i + BATCH))
+          .onConflict((oc) => oc.columns(['user_id', 'group_id']).doNothing())
+          .returning('user_id')
+          .execute();
+        added += rows.length;
+      }
+      return added;
+    },
+  };
+}
+
+const TEAMS = ['CSA', 'CSP', 'CSSE', 'Robotics', 'Data Science', 'Cybersecurity', 'Game Design', 'Web Development', 'Staff'];
+
+/**
+ * Demo data: users (all sharing one random demo password, hashed once with argon2id), groups with
+ * allow-lists of the sample registry's workspaces, memberships (everyone in All Users, most in one
+ * or two more groups). Batched inserts; existing usernames, group names and images are skipped, so
+ * it can run again.
+ */
+export async function seedCommand(
+  db: Kysely<WorkspaceDatabase>,
+  config: Config,
+  options: { users?: string; groups?: string },
+  out: (line: string) => void,
+): Promise<number> {
+  const userCount = count('users', options.users, 50);
+  const groupCount = count('groups', options.groups, 5);
+  const seed = seedRepository(db);
+  const images = createImagesRepository(db);
+
+  const registry = await readRegistryDocument(SAMPLE_REGISTRY);
+  const outcomes = await importWorkspaces(db, registry.workspaces);
+  const tally = (status: string) => outcomes.filter((o) => o.status === status).length;
+  const imageIds = (await images.list()).map((i) => i.id);
+
+  const groupIds = await seed.insertGroups(
+    Array.from({ length: groupCount }, () => ({
+      name: `${faker.helpers.arrayElement(TEAMS)} ${faker.location.city()}`,
+      description: faker.company.catchPhrase(),
+      priority: faker.number.int({ min: 1, max: 4094 }),
+    })),
+  );
+  const allowed = await images.addManyToGroups(
+    groupIds.flatMap((group_id) =>
+      faker.helpers.arrayElements(imageIds, { min: Math.min(2, imageIds.length), max: Math.min(4, imageIds.length) }).map((image_id) => ({ group_id, image_id })),
+    ),
+  );
+
+  const password = `Demo-${randomBytes(6).toString('base64url')}-1`;
+  const passwordHash = userCount ? await hash(password, { type: argon2id, memoryCost: config.argon2.memoryCost, timeCost: config.argon2.timeCost }) : null;
+  const users: NewUser[] = Array.from({ length: userCount }, () => {
+    const firstName = faker.person.firstName();
+    const lastName = faker.person.lastName();
+    const created = faker.date.past({ years: 1 });
+    return {
+      username: `${faker.internet.username({ firstName, lastName })}${faker.number.int({ max: 999 })}`.toLowerCase(),
+      password_hash: passwordHash,
+      first_name: cut64(firstName),
+      last_name: cut64(lastName),
+      organization: cut64(faker.company.name()),
+      phone: cut64(faker.phone.number()),
+      notes: faker.helpers.maybe(() => faker.lorem.sentence(), { probability: 0.2 }) ?? null,
+      disabled: faker.datatype.boolean({ probability: 0.05 }),
+      created,
+      last_session: faker.helpers.maybe(() => faker.date.between({ from: created, to: new Date() }), { probability: 0.6 }) ?? null,
+    };
+  });
+  const userIds = await seed.insertUsers(users);
+  const joinable = await seed.joinableGroups();
+  const memberships = await seed.insertMemberships(
+    userIds.flatMap((user_id) => [
+      { user_id, group_id: ALL_USERS_GROUP_ID },
+      ...faker.helpers.arrayElements(joinable, { min: 0, max: Math.min(2, joinable.length) }).map((group_id) => ({ user_id, group_id })),
+    ]),
+  );
+
+  out(`workspaces: ${tally('installed')} installed, ${tally('skipped')} already installed, ${tally('rejected')} rejected (${registry.name})`);
+  out(`groups: ${groupIds.length} added, ${allowed} workspace permissions`);
+  out(`users: ${userIds.length} added, ${memberships} group memberships`);
+  if (userIds.length) out(`every seeded user's password: ${password}`);
+  return 0;
+}

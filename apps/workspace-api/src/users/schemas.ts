@@ -1,0 +1,28 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { KasmDate, KasmId } from '../kasm/wire';
+
+export const GroupRef = Type.Object({ name: Type.String(), group_id: KasmId });
+
+/** Kasm's user object; passwords and hashes never appear. */
+export const User = Type.Object(
+  {
+    user_id: KasmId,
+    username: Type.String(),
+    first_name: Type.Union([Type.String(), Type.Null()]),
+    last_name: Type.Union([Type.String(), Type.Null()]),
+    locked: Type.Boolean(),
+    disabled: Type.Boolean(),
+    organization: Type.Union([Type.String(), Type.Null()]),
+    phone: Type.Union([Type.String(), Type.Null()]),
+    notes: Type.Union([Type.String(), Type.Null()]),
+    realm: Type.String({ examples: ['local'] }),
+    last_session: Type.Union([KasmDate, Type.Null()], { description: 'null when the user never had a session' }),
+    created: KasmDate,
+    groups: Type.Array(GroupRef),
+  },
+  { description: 'A user (Kasm shape)' },
+);
+export type User = Static<typeof User>;
+
+export const UserResponse = Type.Object({ user: User });
+export const UsersResponse = Type.Object({ users: Type.Array(User), total: Type.Integer({ minimum: 0 }) });
