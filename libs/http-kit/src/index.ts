@@ -5,3 +5,4 @@ export * from './error-handling';
 export * from './platform';
 export * from './run';
 export * from './database';
+export * from './config';

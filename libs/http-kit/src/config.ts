@@ -1,0 +1,64 @@
+import { resolve } from 'node:path';
+import { Type, type Static, type TObject } from '@sinclair/typebox';
+import type { DatabaseConfig } from '@platform/db';
+
+/** A boolean variable: yes/no, on/off, 1/0 or true/false (an empty value means the default). */
+export const EnvFlag = (fallback: boolean, description?: string) =>
+  Type.Union(
+    [Type.Boolean(), ...['yes', 'no', 'on', 'off', '1', '0'].map((v) => Type.Literal(v))],
+    { default: fallback, description },
+  );
+export const isOn = (value: boolean | string) => value === true || value === 'yes' || value === 'on' || value === '1';
+
+/**
+ * The environment every service reads, with its own defaults; a service spreads these properties
+ * into its schema next to its own variables.
+ */
+export function serviceEnv(defaults: { port: number; schema: string; dataDir: string }) {
+  return {
+    PORT: Type.Integer({ minimum: 0, maximum: 65535, default: defaults.port }),
+    HOST: Type.String({ default: '127.0.0.1', description: 'Use 0.0.0.0 in containers' }),
+    DATABASE_URL: Type.Optional(Type.String({ description: 'PostgreSQL connection string; unset: embedded database' })),
+    DATA_DIR: Type.String({ default: defaults.dataDir, description: 'Embedded database directory' }),
+    DB_SCHEMA: Type.String({ default: defaults.schema, pattern: '^[a-z_][a-z0-9_]*$' }),
+    DB_POOL_MAX: Type.Integer({ minimum: 1, default: 10 }),
+    MIGRATE_ON_START: EnvFlag(true),
+    CORS_ORIGINS: Type.String({ default: '*', description: '`*` or a comma-separated list of origins' }),
+    TRUST_PROXY: Type.String({ default: 'false', description: '`true`, `false`, or addresses/CIDRs of trusted proxies' }),
+    LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+    LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], { default: 'json' }),
+  };
+}
+
+type ServiceEnv = Static<TObject<ReturnType<typeof serviceEnv>>>;
+
+/** The part of a service's configuration every service has. */
+export interface ServiceConfig {
+  port: number;
+  host: string;
+  database: DatabaseConfig;
+  migrateOnStart: boolean;
+  corsOrigins: '*' | string[];
+  trustProxy: boolean | string;
+  logLevel: string;
+  logFormat: 'json' | 'pretty';
+}
+
+export function serviceConfig(e: ServiceEnv): ServiceConfig {
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DB_SCHEMA, poolMax: e.DB_POOL_MAX },
+    migrateOnStart: isOn(e.MIGRATE_ON_START),
+    corsOrigins: e.CORS_ORIGINS.trim() === '*' ? '*' : e.CORS_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
+    trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
+    logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',
+  };
+}
+
+/**
+ * `<workspace root>/.data/<name>` seen from a service's src/ or dist/ folder (both one level under
+ * the app), so `npm start` (run at the root) and nx targets (run in the project) share one database.
+ */
+export const workspaceDataDir = (appSourceDir: string, name: string) => resolve(appSourceDir, '..', '..', '..', '.data', name);

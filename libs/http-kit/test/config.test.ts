@@ -1,0 +1,40 @@
+import { Type } from '@sinclair/typebox';
+import { parseEnv } from '@platform/schema';
+import { EnvFlag, isOn, serviceConfig, serviceEnv } from '../src';
+
+describe('service configuration', () => {
+  const schema = Type.Object({ ...serviceEnv({ port: 1234, schema: 'svc', dataDir: '/tmp/svc' }), EXTRA: EnvFlag(false) });
+
+  test('defaults: embedded database, migrations on, any origin, JSON logs', () => {
+    expect(serviceConfig(parseEnv(schema, {}))).toEqual({
+      port: 1234,
+      host: '127.0.0.1',
+      database: { url: undefined, dataDir: '/tmp/svc', schema: 'svc', poolMax: 10 },
+      migrateOnStart: true,
+      corsOrigins: '*',
+      trustProxy: false,
+      logLevel: 'info',
+      logFormat: 'json',
+    });
+  });
+
+  test('values from the environment', () => {
+    const config = serviceConfig(
+      parseEnv(schema, { PORT: '80', DATABASE_URL: 'postgres://h/db', DB_SCHEMA: 'other', MIGRATE_ON_START: 'no', CORS_ORIGINS: 'http://a, http://b', TRUST_PROXY: '10.0.0.0/8', LOG_FORMAT: 'pretty' }),
+    );
+    expect(config).toMatchObject({ port: 80, database: { url: 'postgres://h/db', schema: 'other' }, migrateOnStart: false, corsOrigins: ['http://a', 'http://b'], trustProxy: '10.0.0.0/8', logFormat: 'pretty' });
+  });
+
+  test.each([
+    ['yes', true], ['on', true], ['1', true], ['true', true],
+    ['no', false], ['off', false], ['0', false], ['false', false],
+    ['', false], // empty means the default
+  ])('flag %p is %p', (text, expected) => {
+    expect(isOn(parseEnv(schema, { EXTRA: text }).EXTRA)).toBe(expected);
+  });
+
+  test('a bad flag or schema name refuses to start', () => {
+    expect(() => parseEnv(schema, { EXTRA: 'maybe' })).toThrow(/EXTRA/);
+    expect(() => parseEnv(schema, { DB_SCHEMA: 'Bad-Name' })).toThrow(/DB_SCHEMA/);
+  });
+});
