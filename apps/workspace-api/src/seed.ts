@@ -8,6 +8,7 @@ import type { NewUser, WorkspaceDatabase } from './db/schema';
 import { importWorkspaces, readRegistryDocument } from './images/cli';
 import { createImagesRepository } from './images/repository';
 import { ALL_USERS_GROUP_ID, cut64 } from './kasm/wire';
+import { seedRepository } from './seed-repository';
 
 export const SEED_USAGE = `  seed [--users=N] [--groups=N]  add demo users (default 50) and groups (default 5) with memberships,
                                 and install the sample registry's workspaces`;
@@ -15,7 +16,6 @@ export const SEED_USAGE = `  seed [--users=N] [--groups=N]  add demo users (defa
 /** The registry the demo workspaces come from (from src/ and dist/ alike). */
 export const SAMPLE_REGISTRY = resolve(__dirname, '..', 'registry', 'sample-list.json');
 
-const BATCH = 500;
 const MAX_COUNT = 100_000;
 
 function count(option: string, value: string | undefined, fallback: number): number {
@@ -23,55 +23,6 @@ function count(option: string, value: string | undefined, fallback: number): num
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > MAX_COUNT) throw new Error(`--${option} must be an integer from 0 to ${MAX_COUNT}`);
   return n;
-}
-
-/** The statements only seeding needs: many users, groups and memberships at once; existing names are left alone. */
-function seedRepository(db: Kysely<WorkspaceDatabase>) {
-  return {
-    async insertUsers(users: NewUser[]): Promise<string[]> {
-      const ids: string[] = [];
-      for (let i = 0; i < users.length; i += BATCH) {
-        const rows = await db
-          .insertInto('users')
-          .values(users.slice(i, i + BATCH))
-          .onConflict((oc) => oc.column('username').doNothing())
-          .returning('id')
-          .execute();
-        ids.push(...rows.map((r) => r.id));
-      }
-      return ids;
-    },
-
-    async insertGroups(groups: { name: string; description: string; priority: number }[]): Promise<string[]> {
-      if (!groups.length) return [];
-      const rows = await db
-        .insertInto('groups')
-        .values(groups)
-        .onConflict((oc) => oc.column('name').doNothing())
-        .returning('id')
-        .execute();
-      return rows.map((r) => r.id);
-    },
-
-    /** Groups a seeded user may join: every group but the system ones. */
-    async joinableGroups(): Promise<string[]> {
-      return (await db.selectFrom('groups').select('id').where('is_system', '=', false).execute()).map((r) => r.id);
-    },
-
-    async insertMemberships(pairs: { user_id: string; group_id: string }[]): Promise<number> {
-      let added = 0;
-      for (let i = 0; i < pairs.length; i += BATCH) {
-        const rows = await db
-          .insertInto('user_groups')
-          .values(pairs.slice(i, i + BATCH))
-          .onConflict((oc) => oc.columns(['user_id', 'group_id']).doNothing())
-          .returning('user_id')
-          .execute();
-        added += rows.length;
-      }
-      return added;
-    },
-  };
 }
 
 const TEAMS = ['CSA', 'CSP', 'CSSE', 'Robotics', 'Data Science', 'Cybersecurity', 'Game Design', 'Web Development', 'Staff'];
