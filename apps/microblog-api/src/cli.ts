@@ -26,7 +26,7 @@ async function main(argv: string[]): Promise<number> {
     case 'seed': {
       const database = await openDatabase<MicroblogDatabase>(config.database);
       try {
-        const applied = await migrateToLatest(database.db as never, database.schema, migrations);
+        const applied = await migrateToLatest(database.db, database.schema, migrations);
         if (command === 'migrate') {
           console.log(applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date');
           return 0;

@@ -19,7 +19,7 @@ ${SEED_USAGE}`;
 async function withDatabase<T>(config: Config, run: (db: Database<WorkspaceDatabase>, applied: string[]) => Promise<T>): Promise<T> {
   const database = await openDatabase<WorkspaceDatabase>(config.database);
   try {
-    const applied = await migrateToLatest(database.db as never, database.schema, migrations);
+    const applied = await migrateToLatest(database.db, database.schema, migrations);
     return await run(database, applied);
   } finally {
     await database.close();

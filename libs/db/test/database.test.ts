@@ -29,11 +29,11 @@ describe.each([
       cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
       // One process owns an embedded data directory: both schemas through one connection in turn.
       a = await openDatabase<Notes>({ dataDir: dir, schema: 'svc_a' });
-      await migrateToLatest(a.db as Kysely<unknown>, 'svc_a', migrations);
+      await migrateToLatest(a.db, 'svc_a', migrations);
       await a.db.insertInto('notes').values({ body: 'from a' }).execute();
       await a.close();
       b = await openDatabase<Notes>({ dataDir: dir, schema: 'svc_b' });
-      await migrateToLatest(b.db as Kysely<unknown>, 'svc_b', migrations);
+      await migrateToLatest(b.db, 'svc_b', migrations);
       await b.db.insertInto('notes').values({ body: 'from b' }).execute();
       await b.close();
       a = await openDatabase<Notes>({ dataDir: dir, schema: 'svc_a' });
@@ -55,8 +55,8 @@ describe.each([
     cleanups.push(sa.cleanup, sb.cleanup);
     a = await openDatabase<Notes>({ ...sa.config, poolMax: 2 });
     b = await openDatabase<Notes>({ ...sb.config, poolMax: 2 });
-    await migrateToLatest(a.db as Kysely<unknown>, a.schema, migrations);
-    await migrateToLatest(b.db as Kysely<unknown>, b.schema, migrations);
+    await migrateToLatest(a.db, a.schema, migrations);
+    await migrateToLatest(b.db, b.schema, migrations);
     await a.db.insertInto('notes').values({ body: 'from a' }).execute();
     await b.db.insertInto('notes').values({ body: 'from b' }).execute();
   }, 60_000);
@@ -84,7 +84,7 @@ describe.each([
   });
 
   test('migrating again is a no-op; constraint errors keep their SQLSTATE', async () => {
-    expect(await migrateToLatest(a.db as Kysely<unknown>, a.schema, migrations)).toEqual([]);
+    expect(await migrateToLatest(a.db, a.schema, migrations)).toEqual([]);
     const duplicate = await a.db.insertInto('notes').values({ body: 'from a' }).execute().catch((e: unknown) => e);
     expect(sqlState(duplicate)).toBe(SQLSTATE.uniqueViolation);
     expect(isDatabaseUnavailable(duplicate)).toBe(false);
@@ -97,7 +97,7 @@ describe('embedded database maintenance', () => {
     const dir = mkdtempSync(join(tmpdir(), 'db-analyze-'));
     try {
       let db = await openDatabase<Notes>({ dataDir: dir, schema: 'stats' });
-      await migrateToLatest(db.db as Kysely<unknown>, 'stats', migrations);
+      await migrateToLatest(db.db, 'stats', migrations);
       await db.db.insertInto('notes').values(Array.from({ length: 50 }, (_, i) => ({ body: `n${i}` }))).execute();
       await db.close();
       db = await openDatabase<Notes>({ dataDir: dir, schema: 'stats' });

@@ -1,4 +1,4 @@
-import { Type, type Static, type TObject, type TOptional, type TProperties, type TSchema, type TString } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { annotate, Nullable, StringEnum } from '@platform/schema';
 import { OperationBody } from '../kasm/operation';
 import { IdInput, KasmDate, KasmId } from '../kasm/wire';
@@ -71,8 +71,7 @@ export const WORKSPACE_EXAMPLE = {
  * Request bodies declare types only: every field is optional so each operation answers a missing
  * field with Kasm's own message; `null` counts as absent.
  */
-type CredentialFields = { api_key: TOptional<TString>; api_key_secret: TOptional<TString> };
-const Body = <T extends TProperties>(properties: T) => OperationBody(properties) as unknown as TObject<CredentialFields & T>;
+const Body = OperationBody;
 const target = <T extends TProperties>(properties: T, description: string) => Type.Optional(Nullable(Type.Object(properties, { description })));
 const Id = (description: string) => Type.Optional(Nullable(annotate(IdInput, { description })));
 
