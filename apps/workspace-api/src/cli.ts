@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { migrateToLatest, openDatabase, type Database } from '@platform/db';
 import { listenWithGracefulShutdown } from '@platform/http-kit';
@@ -57,8 +58,11 @@ async function main(argv: string[]): Promise<number> {
       });
     case 'keys':
       return withDatabase(config, (d) => keysCommand(d.db, positionals[0], values, positionals.slice(1), out));
-    case 'registry':
-      return withDatabase(config, (d) => registryCommand(d.db, positionals[0], positionals.slice(1), out));
+    case 'registry': {
+      // Paths are the user's: npm runs workspace scripts in the app folder but says where it was called.
+      const files = positionals.slice(1).map((p) => resolve(process.env.INIT_CWD ?? process.cwd(), p));
+      return withDatabase(config, (d) => registryCommand(d.db, positionals[0], files, out));
+    }
     case 'seed':
       return withDatabase(config, (d) => seedCommand(d.db, config, { users: values.users, groups: values.groups }, out));
     default:

@@ -102,6 +102,13 @@ describe('workspace-api command line', () => {
       ...SAMPLE_NAMES.map((n) => `installed ${n}`),
       'Platform Sample Registry: 6 workspaces, 6 installed, 0 skipped, 0 rejected',
     ]);
+    // As `npm run cli -w @platform/workspace-api -- registry import <path>` from the repository root:
+    // npm runs the script in the app folder and passes the caller's folder as INIT_CWD.
+    const fromRoot = await run(TSX, ['--conditions=@platform/source', 'src/cli.ts', 'registry', 'import', 'apps/workspace-api/registry/sample-list.json'], {
+      cwd: APP_DIR,
+      env: { ...env, INIT_CWD: join(APP_DIR, '..', '..') },
+    });
+    expect(fromRoot.stdout).toContain('0 installed, 6 skipped');
     const second = await cli(['registry', 'import', join(APP_DIR, 'registry', 'sample-list.json')]);
     expect(second.stdout.trim().split('\n')).toEqual([
       ...SAMPLE_NAMES.map((n) => `skipped ${n}: already installed`),
