@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { migrateToLatest, openDatabase } from '@platform/db';
-import { listenWithGracefulShutdown } from '@platform/http-kit';
+import { serve } from '@platform/http-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import type { MicroblogDatabase } from './db/schema';
@@ -18,8 +18,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig({ ...process.env, ...(values.port ? { PORT: values.port } : {}) });
   switch (command) {
     case 'serve': {
-      const app = await buildApp(config);
-      await listenWithGracefulShutdown(app, { port: config.port, host: config.host });
+      await serve(buildApp, config);
       return -1; // keep running
     }
     case 'migrate':

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { migrateToLatest, openDatabase, type Database } from '@platform/db';
-import { listenWithGracefulShutdown } from '@platform/http-kit';
+import { serve } from '@platform/http-kit';
 import { buildApp } from './app';
 import { keysCommand, KEYS_USAGE } from './auth/cli';
 import { loadConfig, type Config } from './config';
@@ -47,8 +47,7 @@ async function main(argv: string[]): Promise<number> {
   const out = (line: string) => console.log(line);
   switch (command) {
     case 'serve': {
-      const app = await buildApp(config);
-      await listenWithGracefulShutdown(app, { port: config.port, host: config.host });
+      await serve(buildApp, config);
       return -1; // keeps running
     }
     case 'migrate':

@@ -20,3 +20,8 @@ export async function listenWithGracefulShutdown(app: FastifyInstance, options: 
   });
   await app.listen({ port: options.port, host: options.host });
 }
+
+/** What `main.ts` and a CLI's `serve` both do: build the service from its config, then listen. */
+export async function serve<C extends ListenOptions>(buildApp: (config: C) => Promise<FastifyInstance>, config: C): Promise<void> {
+  await listenWithGracefulShutdown(await buildApp(config), { port: config.port, host: config.host, graceMs: config.graceMs });
+}
