@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FieldError } from '@platform/schema';
 import { RequestValidationError } from './errors';
-import type { ErrorDialect, Problem, ValidationLocation } from './dialects';
+import type { AjvError, ErrorDialect, Problem, ValidationLocation } from './dialects';
 
 export interface ErrorHandlingOptions {
   dialect: ErrorDialect;
@@ -14,13 +14,6 @@ export interface ErrorHandlingOptions {
   notFoundDetail?: string;
 }
 
-interface AjvError {
-  keyword: string;
-  instancePath: string;
-  params: Record<string, unknown>;
-  message?: string;
-  parentSchema?: Record<string, unknown>;
-}
 
 const FIXED: Record<string, Omit<Problem, 'detail'> & { detail: string | ((o: ErrorHandlingOptions) => string) }> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
@@ -38,7 +31,7 @@ export function toProblem(error: unknown, options: ErrorHandlingOptions): Proble
   }
   if (Array.isArray(e.validation)) {
     const location = e.validationContext ?? 'body';
-    const fields = describeAjvErrors(e.validation, location);
+    const fields = (options.dialect.describeValidation ?? describeAjvErrors)(e.validation, location);
     return { status: 400, detail: fields.map((f) => f.message).join('; '), fields, location };
   }
   const fixed = e.code ? FIXED[e.code] : undefined;

@@ -31,11 +31,12 @@ export interface PlatformOptions {
     openapi?: Partial<OpenApiDocument>;
   };
   cors: {
-    /** `'*'` for any origin, or a list of allowed origins. */
-    origins: '*' | string[];
+    /** `'*'` for any origin, `'reflect'` to echo any origin back (with credentials), or a list of allowed origins. */
+    origins: '*' | 'reflect' | string[];
     credentials?: boolean;
     exposedHeaders?: string[];
-    allowedHeaders?: string[];
+    /** Default: content-type, authorization, x-request-id; `'reflect'` allows whatever a preflight asks for. */
+    allowedHeaders?: string[] | 'reflect';
     methods?: string[];
   };
 }
@@ -99,10 +100,11 @@ export const platform = fp(
     });
 
     await app.register(cors, {
-      origin: options.cors.origins === '*' ? '*' : options.cors.origins,
+      origin: options.cors.origins === 'reflect' ? true : options.cors.origins,
       credentials: options.cors.credentials ?? false,
       methods: options.cors.methods ?? ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-      allowedHeaders: options.cors.allowedHeaders ?? ['content-type', 'authorization', 'x-request-id'],
+      // Without allowedHeaders @fastify/cors reflects the preflight's Access-Control-Request-Headers.
+      ...(options.cors.allowedHeaders === 'reflect' ? {} : { allowedHeaders: options.cors.allowedHeaders ?? ['content-type', 'authorization', 'x-request-id'] }),
       exposedHeaders: options.cors.exposedHeaders ?? ['link', 'retry-after', 'x-request-id'],
       strictPreflight: false,
       maxAge: 600,

@@ -33,7 +33,7 @@ async function serviceWith(dialect: ErrorDialect, readiness: () => Promise<void>
           kind: StringEnum(['a', 'b'] as const),
           count: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })),
           ref: Type.Optional(withMessage(Type.Union([Type.Integer(), Type.String({ pattern: '^x' })]), 'must be a number or an x-string')),
-        }),
+        }, { additionalProperties: false }),
         response: { 201: Type.Object({ name: Type.String() }), ...errorResponses(dialect, [400, 500]) },
       },
     },
@@ -91,10 +91,23 @@ describe('one error path, three dialects', () => {
       code: 400,
       message: 'Validation Error',
       description: 'The server found one or more errors in the information that you sent.',
-      errors: { json: { name: ['name must be a string'], kind: ['kind must be one of: a, b'], count: ['count must be an integer'] } },
+      errors: { json: { name: ['Not a valid string.'], kind: ['Must be one of: a, b.'], count: ['Not a valid integer.'] } },
     });
     const q = await social.inject('/things?limit=x');
-    expect(q.json().errors).toEqual({ query: { limit: ['limit must be an integer'] } });
+    expect(q.json().errors).toEqual({ query: { limit: ['Not a valid integer.'] } });
+  });
+
+  test('the social dialect words schema failures as marshmallow does (the React client shows them)', async () => {
+    const errorsOf = async (payload: unknown) => (await social.inject({ method: 'POST', url: '/things', payload: payload as object })).json().errors;
+    expect(await errorsOf({ kind: 'a', extra: 1, id: 2 })).toEqual({
+      json: { name: ['Missing data for required field.'], extra: ['Unknown field.'], id: ['Unknown field.'] },
+    });
+    expect(await errorsOf({ name: null, kind: 'a', count: 12 })).toEqual({
+      json: { name: ['Field may not be null.'], count: ['Must be greater than or equal to 1 and less than or equal to 9.'] },
+    });
+    expect(await errorsOf({ name: 'abcdefgh', kind: 'a' })).toEqual({ json: { name: ['must be 2..5 characters'] } });
+    expect(await errorsOf({ name: 'abc', kind: 'a', ref: 'y' })).toEqual({ json: { ref: ['must be a number or an x-string'] } });
+    expect(await errorsOf([1])).toEqual({ json: { _schema: ['Invalid input type.'] } });
   });
 
   test('text is trimmed before its length is checked; custom messages replace union noise', async () => {

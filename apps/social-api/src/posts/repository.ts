@@ -1,0 +1,107 @@
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import type { SocialDatabase } from '../db/schema';
+import type { PageRequest, PageSource } from '../pagination';
+import { publicUserColumns } from '../users/repository';
+import type { PublicUserRow } from '../users/serialize';
+
+export interface PostWithAuthor {
+  id: number;
+  text: string;
+  timestamp: Date;
+  author: PublicUserRow;
+}
+
+type Joined = SocialDatabase & { p: SocialDatabase['posts'] };
+
+/** The post columns plus the author's public columns, prefixed so they cannot clash. */
+const postWithAuthorColumns = [
+  'p.id as post_id',
+  'p.text as post_text',
+  'p.timestamp as post_timestamp',
+  ...publicUserColumns,
+] as const;
+
+type Row = { post_id: number; post_text: string; post_timestamp: Date } & PublicUserRow;
+
+const toPost = (r: Row): PostWithAuthor => ({
+  id: r.post_id,
+  text: r.post_text,
+  timestamp: r.post_timestamp,
+  author: {
+    id: r.id,
+    username: r.username,
+    email: r.email,
+    about_me: r.about_me,
+    first_seen: r.first_seen,
+    last_seen: r.last_seen,
+    has_password: r.has_password,
+  },
+});
+
+export function createPostsRepository(db: Kysely<SocialDatabase>) {
+  /** Posts joined with their authors; `authors` narrows to some authors (a user, or a feed). */
+  const posts = () => db.selectFrom('posts as p').innerJoin('users', 'users.id', 'p.user_id');
+
+  type Narrow = <O>(q: SelectQueryBuilder<Joined & { users: SocialDatabase['users'] }, 'p' | 'users', O>) => SelectQueryBuilder<Joined & { users: SocialDatabase['users'] }, 'p' | 'users', O>;
+
+  /** Newest first, by timestamp then id; `after` = strictly older than the cursor. One page is one statement. */
+  const newestFirst = (narrow: Narrow): PageSource<PostWithAuthor, Date> => ({
+    async count(after) {
+      const row = await narrow(db.selectFrom('posts as p').innerJoin('users', 'users.id', 'p.user_id'))
+        .select((eb) => [
+          eb.fn.countAll<string>().as('total'),
+          after === undefined ? sql<string>`0`.as('at_or_before') : sql<string>`count(*) filter (where p.timestamp >= ${after})`.as('at_or_before'),
+        ])
+        .executeTakeFirstOrThrow();
+      return { total: Number(row.total), atOrBefore: Number(row.at_or_before) };
+    },
+    async page(request: PageRequest<Date>) {
+      let q = narrow(posts()).select(postWithAuthorColumns).orderBy('p.timestamp', 'desc').orderBy('p.id', 'desc').limit(request.limit);
+      q = request.mode === 'after' ? q.where('p.timestamp', '<', request.after) : q.offset(request.offset);
+      return (await q.execute()).map(toPost);
+    },
+  });
+
+  return {
+    async create(userId: number, text: string, timestamp: Date): Promise<number> {
+      const row = await db.insertInto('posts').values({ user_id: userId, text, timestamp }).returning('id').executeTakeFirstOrThrow();
+      return row.id;
+    },
+
+    async findById(id: number): Promise<PostWithAuthor | undefined> {
+      const row = await posts().select(postWithAuthorColumns).where('p.id', '=', id).executeTakeFirst();
+      return row && toPost(row);
+    },
+
+    /** The author of a post (undefined: no such post). */
+    async authorOf(id: number): Promise<number | undefined> {
+      const row = await db.selectFrom('posts').select('user_id').where('id', '=', id).executeTakeFirst();
+      return row?.user_id;
+    },
+
+    async updateText(id: number, authorId: number, text: string): Promise<boolean> {
+      const result = await db.updateTable('posts').set({ text }).where('id', '=', id).where('user_id', '=', authorId).executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
+
+    async delete(id: number, authorId: number): Promise<boolean> {
+      const result = await db.deleteFrom('posts').where('id', '=', id).where('user_id', '=', authorId).executeTakeFirst();
+      return Number(result.numDeletedRows) === 1;
+    },
+
+    all: () => newestFirst((q) => q),
+
+    byAuthor: (userId: number) => newestFirst((q) => q.where('p.user_id', '=', userId)),
+
+    /** The user's own posts and those of everyone they follow: one statement, whatever the number followed. */
+    feed: (userId: number) =>
+      newestFirst((q) =>
+        q.where((eb) =>
+          eb.or([
+            eb('p.user_id', '=', userId),
+            eb('p.user_id', 'in', eb.selectFrom('followers').select('followers.followed_id').where('followers.follower_id', '=', userId)),
+          ]),
+        ),
+      ),
+  };
+}

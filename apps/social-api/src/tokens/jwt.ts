@@ -1,0 +1,51 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createSigner, createVerifier } from 'fast-jwt';
+
+/** A random url-safe secret of 43 characters (256 bits), as the Flask backend makes them. */
+export const randomToken = () => randomBytes(32).toString('base64url');
+
+/** What the database stores instead of a token: its SHA-256 (a stolen table reveals no usable token). */
+export const digest = (token: string) => createHash('sha256').update(token).digest('base64url');
+
+export const sameDigest = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/**
+ * HS256 JWTs over SECRET_KEY. Access tokens carry only the random `token` id (expiry is kept in
+ * the database, as in the Flask backend); reset tokens carry `reset_email`, `exp` and a
+ * fingerprint of the password they replace, so a used link stops working.
+ */
+export function createJwt(secretKey: string) {
+  const sign = createSigner({ key: secretKey, algorithm: 'HS256', noTimestamp: true });
+  // Expiry is checked against the service's clock below, not fast-jwt's.
+  const verify = createVerifier({ key: secretKey, algorithms: ['HS256'], ignoreExpiration: true, ignoreNotBefore: true });
+
+  const decode = (token: string): Record<string, unknown> | undefined => {
+    try {
+      const payload = verify(token) as unknown;
+      return payload && typeof payload === 'object' ? (payload as Record<string, unknown>) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+
+  return {
+    accessToken: (tokenId: string) => sign({ token: tokenId }),
+    /** The token id of a genuine access JWT, else undefined (tampered, foreign, not a JWT). */
+    accessTokenId(jwt: string): string | undefined {
+      const claim = decode(jwt)?.token;
+      return typeof claim === 'string' && claim.length > 0 ? claim : undefined;
+    },
+    resetToken: (email: string, fingerprint: string, expiresAt: Date) =>
+      sign({ exp: Math.floor(expiresAt.getTime() / 1000), reset_email: email, fp: fingerprint }),
+    /** The email and fingerprint of a genuine, unexpired reset token. */
+    resetClaims(jwt: string, now: Date): { email: string; fingerprint: string } | undefined {
+      const claims = decode(jwt);
+      if (!claims || typeof claims.reset_email !== 'string' || typeof claims.fp !== 'string' || typeof claims.exp !== 'number') return undefined;
+      if (claims.exp * 1000 <= now.getTime()) return undefined;
+      return { email: claims.reset_email, fingerprint: claims.fp };
+    },
+  };
+}
+
+/** Changes whenever the password does (including from "none"), which retires reset links. */
+export const passwordFingerprint = (passwordHash: string | null) => digest(`pw:${passwordHash ?? ''}`).slice(0, 22);

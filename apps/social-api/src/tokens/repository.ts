@@ -1,0 +1,77 @@
+import { sql, type Kysely } from 'kysely';
+import type { SocialDatabase, TokenRow } from '../db/schema';
+import { publicUserColumns } from '../users/repository';
+import type { PublicUserRow } from '../users/serialize';
+
+export interface NewTokenPair {
+  userId: number;
+  accessTokenHash: string;
+  accessExpiration: Date;
+  refreshTokenHash: string;
+  refreshExpiration: Date;
+}
+
+export function createTokensRepository(db: Kysely<SocialDatabase>) {
+  return {
+    async insert(pair: NewTokenPair): Promise<void> {
+      await db
+        .insertInto('tokens')
+        .values({
+          user_id: pair.userId,
+          access_token_hash: pair.accessTokenHash,
+          access_expiration: pair.accessExpiration,
+          refresh_token_hash: pair.refreshTokenHash,
+          refresh_expiration: pair.refreshExpiration,
+        })
+        .execute();
+    },
+
+    /**
+     * The owner of a live access token, with its `last_seen` set to `now`: one statement per
+     * authenticated request.
+     */
+    async authenticate(accessTokenHash: string, now: Date): Promise<(PublicUserRow & { token_id: string }) | undefined> {
+      return db
+        .updateTable('users')
+        .from('tokens')
+        .set({ last_seen: now })
+        .whereRef('users.id', '=', 'tokens.user_id')
+        .where('tokens.access_token_hash', '=', accessTokenHash)
+        .where('tokens.access_expiration', '>', now)
+        .returning([...publicUserColumns, 'tokens.id as token_id'])
+        .executeTakeFirst();
+    },
+
+    byAccessHash(accessTokenHash: string): Promise<TokenRow | undefined> {
+      return db.selectFrom('tokens').selectAll().where('access_token_hash', '=', accessTokenHash).executeTakeFirst();
+    },
+
+    /** Ends a pair at `at` (never later than it would have ended anyway). */
+    async expire(tokenId: string, at: Date): Promise<void> {
+      await db
+        .updateTable('tokens')
+        .set({
+          access_expiration: sql`least(access_expiration, ${at})`,
+          refresh_expiration: sql`least(refresh_expiration, ${at})`,
+        })
+        .where('id', '=', tokenId)
+        .execute();
+    },
+
+    async revokeAll(userId: number): Promise<number> {
+      const result = await db.deleteFrom('tokens').where('user_id', '=', userId).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    /** Forgets pairs whose refresh token ended more than a day before `now`. */
+    async clean(now: Date): Promise<number> {
+      const result = await db
+        .deleteFrom('tokens')
+        .where('refresh_expiration', '<', new Date(now.getTime() - 86_400_000))
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+  };
+}
+
+export type TokensRepository = ReturnType<typeof createTokensRepository>;

@@ -1,0 +1,78 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../config';
+import type { SocialDatabase } from '../db/schema';
+import { Unauthorized } from '../errors';
+import type { PublicUserRow } from '../users/serialize';
+import { createJwt, digest, randomToken, sameDigest } from './jwt';
+import { createTokensRepository } from './repository';
+
+export interface IssuedPair {
+  accessToken: string;
+  refreshToken: string;
+}
+
+/**
+ * Access and refresh tokens: issuing a pair, checking a bearer, rotating a pair (with a grace
+ * period, and revoking every token of the user when a spent refresh token comes back), revoking.
+ */
+export function createTokenService(db: Kysely<SocialDatabase>, config: Config, clock: () => Date) {
+  const repo = createTokensRepository(db);
+  const jwt = createJwt(config.secretKey);
+
+  async function issue(userId: number): Promise<IssuedPair> {
+    const now = clock();
+    const tokenId = randomToken();
+    const refreshToken = randomToken();
+    await repo.insert({
+      userId,
+      accessTokenHash: digest(tokenId),
+      accessExpiration: new Date(now.getTime() + config.accessTokenMs),
+      refreshTokenHash: digest(refreshToken),
+      refreshExpiration: new Date(now.getTime() + config.refreshTokenMs),
+    });
+    return { accessToken: jwt.accessToken(tokenId), refreshToken };
+  }
+
+  return {
+    jwt,
+
+    /** A new pair after a login; also forgets pairs that ended more than a day ago. */
+    async login(userId: number): Promise<IssuedPair> {
+      await repo.clean(clock());
+      return issue(userId);
+    },
+
+    /** The caller of a bearer token (and `last_seen` updated), or undefined. */
+    async authenticate(accessJwt: string): Promise<(PublicUserRow & { token_id: string }) | undefined> {
+      const tokenId = jwt.accessTokenId(accessJwt);
+      return tokenId ? repo.authenticate(digest(tokenId), clock()) : undefined;
+    },
+
+    /**
+     * Rotates a pair. The old pair keeps working for the grace period, so racing refreshes from one
+     * browser both succeed; a refresh token presented after it ended (expired or rotated) revokes
+     * every token of its user, as a replay would.
+     */
+    async refresh(accessJwt: string, refreshToken: string): Promise<IssuedPair> {
+      const tokenId = jwt.accessTokenId(accessJwt);
+      const row = tokenId ? await repo.byAccessHash(digest(tokenId)) : undefined;
+      if (!row || !sameDigest(row.refresh_token_hash, digest(refreshToken))) throw new Unauthorized();
+      const now = clock();
+      if (row.refresh_expiration.getTime() <= now.getTime()) {
+        await repo.revokeAll(row.user_id);
+        throw new Unauthorized();
+      }
+      await repo.expire(row.id, new Date(now.getTime() + config.graceMsAfterRotation));
+      return issue(row.user_id);
+    },
+
+    /** Logout: the presented pair ends now. */
+    revoke: (tokenRowId: string) => repo.expire(tokenRowId, clock()),
+
+    revokeAll: (userId: number) => repo.revokeAll(userId),
+
+    issue,
+  };
+}
+
+export type TokenService = ReturnType<typeof createTokenService>;

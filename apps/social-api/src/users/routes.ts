@@ -1,0 +1,262 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { SQLSTATE, sqlState } from '@platform/db';
+import { RequestValidationError } from '@platform/http-kit';
+import type { FieldError } from '@platform/schema';
+import type { UserUpdate } from '../db/schema';
+import { BadRequest, Conflict, NotFound } from '../errors';
+import { bearerSecurity, errors, parseId } from '../http';
+import { PageQuery, Paginated, pageRequest, paginate, parseUsernameCursor } from '../pagination';
+import { createUsersRepository, uniqueViolation } from './repository';
+import { NewUser, User, UserChanges, UserKeyParams } from './schemas';
+import { serializeUser } from './serialize';
+
+const UserPage = Paginated(User, 'UserPage');
+const IdParams = Type.Object({ id: Type.String({ description: 'A user id' }) });
+const NoContent = Type.Unsafe<void>({ description: 'No body' });
+
+const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
+const differentError = (field: 'username' | 'email') => new RequestValidationError([{ field, message: DIFFERENT[field] }]);
+
+const FOLLOW_LIST_NOTE = 'Ordered by username; `after` is a username (items strictly after it, `offset` then counts those at or before it).';
+
+const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const users = createUsersRepository(app.database.db);
+  const token = { onRequest: app.requireToken };
+
+  /** Both unique rules checked up front (all messages at once, after `earlier` ones); the indexes settle races. */
+  async function assertAvailable(fields: { username?: string; email?: string }, exceptId?: number, earlier: FieldError[] = []) {
+    const problems = [...earlier];
+    for (const field of ['username', 'email'] as const) {
+      const value = fields[field];
+      if (value !== undefined && (await users.taken(field, value, exceptId))) problems.push({ field, message: DIFFERENT[field] });
+    }
+    if (problems.length) throw new RequestValidationError(problems);
+  }
+
+  /** A write that lost a race on a unique rule says which, like the check before it would have. */
+  const translateUnique = (error: unknown): never => {
+    const field = uniqueViolation(error);
+    throw field ? differentError(field) : error;
+  };
+
+  const existingUser = async (idText: string) => {
+    const user = await users.findById(parseId(idText));
+    if (!user) throw new NotFound();
+    return user;
+  };
+
+  app.post(
+    '/users',
+    {
+      schema: {
+        tags: ['users'],
+        summary: 'Register a new user',
+        description: 'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
+        body: NewUser,
+        response: { 201: User, ...errors(400) },
+      },
+    },
+    async (request, reply) => {
+      const { username, email, password, about_me } = request.body;
+      await assertAvailable({ username, email });
+      const now = app.clock();
+      const created = await users
+        .create({ username, email, about_me: about_me ?? null, password_hash: await app.passwords.hash(password), first_seen: now, last_seen: now })
+        .catch(translateUnique);
+      return reply.status(201).send(serializeUser(created));
+    },
+  );
+
+  app.get(
+    '/users',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Retrieve all users',
+        description: 'Ordered by id. `limit`/`offset` only: `after` is a 400 on this collection.',
+        security: bearerSecurity,
+        querystring: PageQuery,
+        response: { 200: UserPage, ...errors(400, 401) },
+      },
+    },
+    async (request) => paginate(pageRequest(request.query), users.all(), serializeUser),
+  );
+
+  app.get(
+    '/users/:id',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Retrieve a user by id or by username',
+        description: 'Digits are an id; anything else is a username (usernames start with a letter, so the two never collide).',
+        security: bearerSecurity,
+        params: UserKeyParams,
+        response: { 200: User, ...errors(401, 404) },
+      },
+    },
+    async (request) => {
+      const { id: key } = request.params;
+      const user = /^[0-9]+$/.test(key) ? await users.findById(parseId(key)) : await users.findByUsername(key);
+      if (!user) throw new NotFound();
+      return serializeUser(user);
+    },
+  );
+
+  app.get(
+    '/me',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Retrieve the authenticated user',
+        security: bearerSecurity,
+        response: { 200: User, ...errors(401) },
+      },
+    },
+    async (request) => serializeUser(request.user),
+  );
+
+  app.put(
+    '/me',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Edit user information',
+        description:
+          'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
+          'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
+          'password (OAuth2, fake) set one through the reset flow.',
+        security: bearerSecurity,
+        body: UserChanges,
+        response: { 200: User, ...errors(400, 401) },
+      },
+    },
+    async (request) => {
+      const me = request.user;
+      const { username, email, about_me, password, old_password } = request.body;
+      const wrongOldPassword =
+        old_password !== undefined && !(await app.passwords.verify(await users.passwordHash(me.id), old_password))
+          ? [{ field: 'old_password', message: 'Password is incorrect' }]
+          : [];
+      await assertAvailable({ username, email }, me.id, wrongOldPassword);
+      if (password !== undefined && old_password === undefined) throw new BadRequest();
+      const changes: UserUpdate = {};
+      if (username !== undefined) changes.username = username;
+      if (email !== undefined) changes.email = email;
+      if (about_me !== undefined) changes.about_me = about_me;
+      if (password !== undefined) changes.password_hash = await app.passwords.hash(password);
+      const updated = await users.update(me.id, changes).catch(translateUnique);
+      if (!updated) throw new NotFound();
+      return serializeUser(updated);
+    },
+  );
+
+  for (const direction of ['following', 'followers'] as const) {
+    const summaries = direction === 'following' ? ['Retrieve whom I follow', 'Retrieve whom a user follows'] : ['Retrieve my followers', "Retrieve a user's followers"];
+    app.get(
+      `/me/${direction}`,
+      {
+        ...token,
+        schema: {
+          tags: ['users'],
+          summary: summaries[0],
+          description: FOLLOW_LIST_NOTE,
+          security: bearerSecurity,
+          querystring: PageQuery,
+          response: { 200: UserPage, ...errors(400, 401) },
+        },
+      },
+      async (request) => paginate(pageRequest(request.query, parseUsernameCursor), users[direction](request.user.id), serializeUser),
+    );
+    app.get(
+      `/users/:id/${direction}`,
+      {
+        ...token,
+        schema: {
+          tags: ['users'],
+          summary: summaries[1],
+          description: FOLLOW_LIST_NOTE,
+          security: bearerSecurity,
+          params: IdParams,
+          querystring: PageQuery,
+          response: { 200: UserPage, ...errors(400, 401, 404) },
+        },
+      },
+      async (request) => {
+        const user = await existingUser(request.params.id);
+        return paginate(pageRequest(request.query, parseUsernameCursor), users[direction](user.id), serializeUser);
+      },
+    );
+  }
+
+  app.get(
+    '/me/following/:id',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Check whether a user is followed',
+        description: '204 when you follow the user; 404 when you do not, or there is no such user.',
+        security: bearerSecurity,
+        params: IdParams,
+        response: { 204: NoContent, ...errors(401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const user = await existingUser(request.params.id);
+      if (!(await users.isFollowing(request.user.id, user.id))) throw new NotFound();
+      return reply.status(204).send();
+    },
+  );
+
+  app.post(
+    '/me/following/:id',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Follow a user',
+        description: '409 when already followed. Following yourself is allowed (as in the Flask backend).',
+        security: bearerSecurity,
+        params: IdParams,
+        response: { 204: NoContent, ...errors(401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const user = await existingUser(request.params.id);
+      const followed = await users.follow(request.user.id, user.id).catch((error: unknown) => {
+        // The user was deleted between the lookup and the insert.
+        if (sqlState(error) === SQLSTATE.foreignKeyViolation) throw new NotFound();
+        throw error;
+      });
+      if (!followed) throw new Conflict();
+      return reply.status(204).send();
+    },
+  );
+
+  app.delete(
+    '/me/following/:id',
+    {
+      ...token,
+      schema: {
+        tags: ['users'],
+        summary: 'Unfollow a user',
+        description: '409 when not followed.',
+        security: bearerSecurity,
+        params: IdParams,
+        response: { 204: NoContent, ...errors(401, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const user = await existingUser(request.params.id);
+      if (!(await users.unfollow(request.user.id, user.id))) throw new Conflict();
+      return reply.status(204).send();
+    },
+  );
+};
+
+export default usersRoutes;

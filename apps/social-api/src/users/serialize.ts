@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+import type { UserRow } from '../db/schema';
+import type { User } from './schemas';
+
+/** The user's columns, minus the secret: what every query that returns users selects. */
+export type PublicUserRow = Omit<UserRow, 'password_hash'> & { has_password: boolean };
+
+export const avatarUrl = (email: string) =>
+  `https://www.gravatar.com/avatar/${createHash('md5').update(email.toLowerCase()).digest('hex')}?d=identicon`;
+
+export function serializeUser(row: PublicUserRow): User {
+  return {
+    id: row.id,
+    url: `/api/users/${row.id}`,
+    username: row.username,
+    email: row.email,
+    has_password: row.has_password,
+    avatar_url: avatarUrl(row.email),
+    about_me: row.about_me,
+    first_seen: row.first_seen.toISOString(),
+    last_seen: row.last_seen.toISOString(),
+    posts_url: `/api/users/${row.id}/posts`,
+  };
+}
