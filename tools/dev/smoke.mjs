@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..', '..');
-const PORTS = { 'microblog-api': 8887, 'workspace-api': 8080 };
+const PORTS = { 'microblog-api': 8887, 'workspace-api': 8080, 'social-api': 5000 };
 const child = spawn(process.execPath, [join(root, 'tools', 'dev', 'start.mjs')], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
 let output = '';
 child.stdout.on('data', (c) => (output += c));
@@ -32,6 +32,10 @@ for (const [name, port] of Object.entries(PORTS)) {
 }
 const panel = await fetch('http://127.0.0.1:8887/').then((r) => r.text(), () => '');
 if (!panel.includes('quest-post-form')) failures.push('the microblog panel did not load at /');
+const docs = await fetch('http://127.0.0.1:5000/', { redirect: 'manual' }).then((r) => r.headers.get('location'), () => null);
+if (docs !== '/docs') failures.push(`social-api / did not redirect to /docs (${docs})`);
+const spec = await fetch('http://127.0.0.1:5000/apispec.json').then((r) => r.json(), () => ({}));
+if (spec.info?.title !== 'Microblog API') failures.push('social-api did not serve its OpenAPI document at /apispec.json');
 
 child.kill('SIGINT');
 const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]);
