@@ -1,0 +1,87 @@
+import type { FastifyInstance } from 'fastify';
+import { startEmbeddedServer, startTcpProxy, testDatabase, type EmbeddedServer, type TcpProxy } from '@platform/db/testing';
+import { buildApp } from '../src/app';
+import { loadConfig } from '../src/config';
+import { basic } from './support/app';
+
+/**
+ * The database goes away while the service runs: token checks and writes answer 503 in the Flask
+ * error format (never a 401 that would log the React client out, never a 500), readiness fails,
+ * liveness does not, and the service recovers by itself. The outage is a TCP proxy the test cuts,
+ * in front of real PostgreSQL (DATABASE_URL) or of the embedded database served over the wire.
+ */
+describe('database outage', () => {
+  let embedded: EmbeddedServer | undefined;
+  let proxy: TcpProxy;
+  let app: FastifyInstance;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const fresh = testDatabase('social');
+    let target: URL;
+    if (fresh.config.url) {
+      target = new URL(fresh.config.url);
+    } else {
+      embedded = await startEmbeddedServer(fresh.config.schema);
+      target = new URL(embedded.url);
+    }
+    cleanup = fresh.cleanup;
+    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const viaProxy = new URL(target);
+    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    const config = loadConfig({ LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1' });
+    config.database = { url: viaProxy.toString(), schema: fresh.config.schema, poolMax: 2, connectTimeoutMs: 1000 };
+    app = await buildApp(config);
+    await app.ready();
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await proxy?.close();
+    await embedded?.stop();
+    await cleanup?.();
+  });
+
+  test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
+    const registered = await app.inject({ method: 'POST', url: '/api/users', payload: { username: 'susan', email: 'susan@example.com', password: 'cat' } });
+    expect(registered.statusCode).toBe(201);
+    const token = (await app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic('susan', 'cat') } })).json().access_token;
+    const bearer = { authorization: `Bearer ${token}` };
+    expect((await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'before' } })).statusCode).toBe(201);
+
+    proxy.cut();
+
+    const during = [
+      await app.inject({ url: '/api/feed', headers: bearer }),
+      await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'during' } }),
+      await app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic('susan', 'cat') } }),
+      await app.inject({ method: 'POST', url: '/api/users', payload: { username: 'john', email: 'john@example.com', password: 'dog' } }),
+    ];
+    for (const response of during) {
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['content-type']).toMatch(/^application\/json/);
+      expect(response.headers['retry-after']).toBe('5');
+      expect(response.headers['www-authenticate']).toBeUndefined();
+      const body = response.json();
+      expect(body).toMatchObject({ code: 503, message: 'Service Unavailable' });
+      expect(JSON.stringify(body)).not.toMatch(/ECONN|terminated|at .*\.ts/);
+    }
+    expect((await app.inject('/readyz')).statusCode).toBe(503);
+    expect((await app.inject('/healthz')).statusCode).toBe(200);
+
+    proxy.restore();
+
+    const deadline = Date.now() + 15_000;
+    let readiness = 0;
+    while (Date.now() < deadline && readiness !== 200) {
+      readiness = (await app.inject('/readyz')).statusCode;
+      if (readiness !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(readiness).toBe(200);
+
+    // The same token still works: nothing about the session was lost.
+    expect((await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'after' } })).statusCode).toBe(201);
+    const feed = (await app.inject({ url: '/api/feed', headers: bearer })).json();
+    expect(feed.data.map((p: { text: string }) => p.text)).toEqual(['after', 'before']);
+  });
+});
