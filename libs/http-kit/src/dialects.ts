@@ -22,6 +22,7 @@ export interface AjvError {
   message?: string;
   parentSchema?: Record<string, unknown>;
   data?: unknown;
+  schemaPath?: string;
 }
 
 /** A service's error wire format: one per service, used by every error path of that service. */
@@ -124,9 +125,12 @@ export function describeMarshmallow(errors: AjvError[], _location: ValidationLoc
   for (const [field, group] of byField) {
     // A union with its own message speaks for all of its branches' failures.
     const union = group.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && typeof e.parentSchema?.['x-error-message'] === 'string');
+    // Rules in an `allOf` play marshmallow's `@validates` hooks: they speak only when the field's own rules passed.
+    const own = group.filter((e) => !e.schemaPath?.includes('/allOf/'));
+    const relevant = own.length ? own : group;
     const messages = union
       ? [String(union.parentSchema!['x-error-message'])]
-      : group.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if').map(marshmallowMessage);
+      : relevant.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if').map(marshmallowMessage);
     for (const message of new Set(messages)) out.push({ field, message });
   }
   return out;

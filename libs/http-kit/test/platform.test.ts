@@ -33,6 +33,7 @@ async function serviceWith(dialect: ErrorDialect, readiness: () => Promise<void>
           kind: StringEnum(['a', 'b'] as const),
           count: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })),
           ref: Type.Optional(withMessage(Type.Union([Type.Integer(), Type.String({ pattern: '^x' })]), 'must be a number or an x-string')),
+          tag: Type.Optional(Type.String({ maxLength: 5, allOf: [{ pattern: '^\\p{L}', 'x-error-message': 'Must start with a letter' }] })),
         }, { additionalProperties: false }),
         response: { 201: Type.Object({ name: Type.String() }), ...errorResponses(dialect, [400, 500]) },
       },
@@ -108,6 +109,9 @@ describe('one error path, three dialects', () => {
     expect(await errorsOf({ name: 'abcdefgh', kind: 'a' })).toEqual({ json: { name: ['must be 2..5 characters'] } });
     expect(await errorsOf({ name: 'abc', kind: 'a', ref: 'y' })).toEqual({ json: { ref: ['must be a number or an x-string'] } });
     expect(await errorsOf([1])).toEqual({ json: { _schema: ['Invalid input type.'] } });
+    // An `allOf` rule (marshmallow's @validates) speaks only once the field's own rules pass.
+    expect(await errorsOf({ name: 'a', kind: 'a', tag: '1' })).toEqual({ json: { name: ['must be 2..5 characters'], tag: ['Must start with a letter'] } });
+    expect(await errorsOf({ name: 'abc', kind: 'a', tag: '1abcdefgh' })).toEqual({ json: { tag: ['Longer than maximum length 5.'] } });
   });
 
   test('text is trimmed before its length is checked; custom messages replace union noise', async () => {
