@@ -50,7 +50,8 @@ export async function fetchEmail(provider: OAuth2Provider, accessToken: string):
     const body = (await response.json()) as unknown;
     const entry = Array.isArray(body) ? (body.find((e) => e && e.primary) ?? body[0]) : body;
     const email = (entry as { email?: unknown } | undefined)?.email;
-    return typeof email === 'string' && email.includes('@') ? email : undefined;
+    // A user's email is at most 120 characters (the column's size): a longer one cannot log in.
+    return typeof email === 'string' && email.includes('@') && email.length <= 120 ? email : undefined;
   } catch {
     return undefined;
   }

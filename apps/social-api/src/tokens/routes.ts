@@ -15,6 +15,7 @@ const REFRESH_COOKIE = 'refresh_token';
 const REFRESH_COOKIE_PATH = '/api/tokens';
 const STATE_COOKIE = 'oauth2_state';
 const STATE_COOKIE_PATH = '/api/tokens/oauth2';
+const STATE_TTL_MS = 600_000;
 
 /** `Authorization: Basic` credentials; the user part is a username or an email address. */
 function basicCredentials(header: string | undefined): { name: string; password: string } | undefined {
@@ -166,6 +167,20 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   };
   const redirectUri = (name: string) => config.oauth2.redirectUri.replace('{provider}', name);
   const stateCookie = { path: STATE_COOKIE_PATH, httpOnly: true, secure: config.cookie.secure, sameSite: config.cookie.sameSite, signed: true } as const;
+  /** States already presented, until their cookie expires: a state cookie works once, even when replayed (this process only). */
+  const spentStates = new Map<string, number>();
+  /** Checks the signed `provider:expiry:state` cookie against the posted state, and spends the state. */
+  const takeState = (cookie: string | undefined, name: string, state: string): boolean => {
+    const saved = cookie ? app.unsignCookie(cookie) : undefined;
+    const now = app.clock().getTime();
+    for (const [spent, expiry] of spentStates) if (expiry <= now) spentStates.delete(spent);
+    if (!saved?.valid || saved.value === null) return false;
+    const [savedName, savedExpiry, savedState] = saved.value.split(':');
+    const expiry = Number(savedExpiry);
+    if (savedName !== name || savedState !== state || !state || !(expiry > now) || spentStates.has(savedState)) return false;
+    spentStates.set(savedState, expiry);
+    return true;
+  };
 
   app.get(
     '/tokens/oauth2/:provider',
@@ -184,7 +199,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { provider: name } = request.params;
       const provider = providerNamed(name);
       const state = randomBytes(24).toString('base64url');
-      reply.setCookie(STATE_COOKIE, `${name}:${state}`, { ...stateCookie, maxAge: 600 });
+      reply.setCookie(STATE_COOKIE, `${name}:${app.clock().getTime() + STATE_TTL_MS}:${state}`, { ...stateCookie, maxAge: STATE_TTL_MS / 1000 });
       return reply.redirect(authorizeUrl(provider, redirectUri(name), state), 302);
     },
   );
@@ -207,10 +222,9 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { provider: name } = request.params;
       const provider = providerNamed(name);
-      const cookie = request.cookies[STATE_COOKIE];
-      const saved = cookie ? request.unsignCookie(cookie) : undefined;
+      const valid = takeState(request.cookies[STATE_COOKIE], name, request.body.state);
       reply.clearCookie(STATE_COOKIE, stateCookie);
-      if (!saved?.valid || saved.value !== `${name}:${request.body.state}`) throw new Unauthorized();
+      if (!valid) throw new Unauthorized();
       const accessToken = await exchangeCode(provider, redirectUri(name), request.body.code);
       const email = accessToken ? await fetchEmail(provider, accessToken) : undefined;
       if (!email) throw new Unauthorized();

@@ -1,0 +1,438 @@
+import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import type { LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import { buildTestApp, type TestApp } from './support/app';
+
+/**
+ * OAuth2 login against a small fake provider run by the test: the browser leg (GET → 302 to the
+ * provider, state in a signed cookie) and the server leg (POST with code and state → the code is
+ * exchanged, the user-info endpoint names the email, the user logs in or is created).
+ */
+
+const REDIRECT_URI = 'https://client.example.test/oauth2/{provider}/callback';
+const redirectFor = (provider: string) => REDIRECT_URI.replace('{provider}', provider);
+const CLIENTS: Record<string, { id: string; secret: string }> = {
+  foo: { id: 'foo-client', secret: 'foo-secret' },
+  bar: { id: 'bar-client', secret: 'bar-secret' },
+};
+
+/** What the provider does for one authorization code. */
+interface Grant {
+  /** The token endpoint's answer: 200 with an access token unless told otherwise. */
+  tokenStatus?: number;
+  tokenBody?: unknown;
+  /** The user-info endpoint's answer for the token issued for this code. */
+  userinfo?: unknown;
+  userinfoStatus?: number;
+}
+
+interface TokenRequest {
+  contentType: string | undefined;
+  accept: string | undefined;
+  form: Record<string, string>;
+}
+
+interface FakeProvider {
+  baseUrl: string;
+  grants: Map<string, Grant>;
+  tokenRequests: TokenRequest[];
+  userinfoAuthorizations: (string | undefined)[];
+  close(): Promise<void>;
+}
+
+const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+
+const sendJson = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+async function startFakeProvider(): Promise<FakeProvider> {
+  const grants = new Map<string, Grant>();
+  const issued = new Map<string, Grant>();
+  const tokenRequests: TokenRequest[] = [];
+  const userinfoAuthorizations: (string | undefined)[] = [];
+
+  const server: Server = createHttpServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://provider');
+      if (req.method === 'POST' && url.pathname === '/token') {
+        const form = Object.fromEntries(new URLSearchParams(await readBody(req)));
+        tokenRequests.push({ contentType: req.headers['content-type'], accept: req.headers.accept, form });
+        const client = Object.entries(CLIENTS).find(([, c]) => c.id === form.client_id);
+        const grant = grants.get(form.code ?? '');
+        if (
+          !client ||
+          client[1].secret !== form.client_secret ||
+          form.grant_type !== 'authorization_code' ||
+          form.redirect_uri !== redirectFor(client[0]) ||
+          !req.headers['content-type']?.startsWith('application/x-www-form-urlencoded') ||
+          !grant
+        ) {
+          return sendJson(res, 401, { error: 'invalid_grant' });
+        }
+        grants.delete(form.code); // codes are single use, as with real providers
+        if (grant.tokenStatus && grant.tokenStatus !== 200) return sendJson(res, grant.tokenStatus, { error: 'server_error' });
+        if (grant.tokenBody !== undefined) return sendJson(res, 200, grant.tokenBody);
+        const accessToken = `at-${randomBytes(12).toString('hex')}`;
+        issued.set(accessToken, grant);
+        return sendJson(res, 200, { access_token: accessToken, token_type: 'bearer', scope: 'a b' });
+      }
+      if (req.method === 'GET' && url.pathname === '/userinfo') {
+        userinfoAuthorizations.push(req.headers.authorization);
+        const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+        const grant = bearer ? issued.get(bearer) : undefined;
+        if (!grant) return sendJson(res, 401, { error: 'invalid_token' });
+        if (grant.userinfoStatus && grant.userinfoStatus !== 200) return sendJson(res, grant.userinfoStatus, { error: 'nope' });
+        return sendJson(res, 200, grant.userinfo);
+      }
+      return sendJson(res, 404, { error: 'not found' });
+    })().catch(() => sendJson(res, 500, { error: 'fake provider failed' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    grants,
+    tokenRequests,
+    userinfoAuthorizations,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** A TCP port nobody listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** `name=value` of a Set-Cookie header, as a browser would send it back. */
+function setCookie(response: LightMyRequestResponse, name: string): { pair: string; attributes: string } | undefined {
+  const raw = response.headers['set-cookie'];
+  const all = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+  const header = all.find((c) => c.startsWith(`${name}=`));
+  if (!header) return undefined;
+  const semicolon = header.indexOf(';');
+  return semicolon < 0 ? { pair: header, attributes: '' } : { pair: header.slice(0, semicolon), attributes: header.slice(semicolon + 1) };
+}
+
+const isValidUsername = (name: string) => /^\p{L}/u.test(name) && [...name].length >= 3 && [...name].length <= 64;
+
+describe('OAuth2 login', () => {
+  let provider: FakeProvider;
+  let t: TestApp;
+  let codes = 0;
+
+  beforeAll(async () => {
+    provider = await startFakeProvider();
+    const down = `http://127.0.0.1:${await closedPort()}`;
+    const entry = (client: { id: string; secret: string }, base: string, scopes: string[]) => ({
+      client_id: client.id,
+      client_secret: client.secret,
+      authorize_url: `${base}/authorize`,
+      access_token_url: `${base}/token`,
+      userinfo_url: `${base}/userinfo`,
+      scopes,
+    });
+    t = await buildTestApp({
+      OAUTH2_REDIRECT_URI: REDIRECT_URI,
+      OAUTH2_PROVIDERS: JSON.stringify({
+        foo: entry(CLIENTS.foo, provider.baseUrl, ['a', 'b']),
+        bar: entry(CLIENTS.bar, provider.baseUrl, ['c']),
+        down: entry({ id: 'down-client', secret: 'down-secret' }, down, []),
+      }),
+    });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await provider?.close();
+  });
+
+  /** A fresh authorization code the provider will honour as `grant` says. */
+  const grant = (g: Grant) => {
+    codes += 1;
+    const code = `code-${codes}-${randomBytes(4).toString('hex')}`;
+    provider.grants.set(code, g);
+    return code;
+  };
+
+  /** The browser's first leg: GET, follow nothing, keep the state and the state cookie. */
+  const start = async (name = 'foo') => {
+    const response = await t.app.inject({ method: 'GET', url: `/api/tokens/oauth2/${name}` });
+    expect(response.statusCode).toBe(302);
+    const location = new URL(response.headers.location as string);
+    const cookie = setCookie(response, 'oauth2_state');
+    if (!cookie) throw new Error('no state cookie');
+    return { response, location, state: location.searchParams.get('state') as string, cookie: cookie.pair, cookieAttributes: cookie.attributes };
+  };
+
+  /** The second leg: the client posts the code and state it got back, with whatever cookie it has. */
+  const finish = (name: string, body: Record<string, unknown>, cookie?: string) =>
+    t.app.inject({ method: 'POST', url: `/api/tokens/oauth2/${name}`, payload: body, headers: cookie ? { cookie } : {} });
+
+  const userCount = async () =>
+    (await t.database.db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
+
+  const me = async (login: LightMyRequestResponse) => {
+    expect(login.statusCode).toBe(200);
+    const response = await t.as(login.json().access_token, { url: '/api/me' });
+    expect(response.statusCode).toBe(200);
+    return response.json();
+  };
+
+  /** The whole flow for one email (or user-info body); the POST's response. */
+  const loginWith = async (userinfo: unknown) => {
+    const { state, cookie } = await start();
+    return finish('foo', { code: grant({ userinfo }), state }, cookie);
+  };
+
+  test('an unknown provider: 404 for GET and POST', async () => {
+    const get = await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/nope' });
+    expect(get.statusCode).toBe(404);
+    expect(get.json()).toMatchObject({ code: 404, message: 'Not Found' });
+    expect(setCookie(get, 'oauth2_state')).toBeUndefined();
+
+    const post = await finish('nope', { code: 'x', state: 'y' });
+    expect(post.statusCode).toBe(404);
+    expect(post.json()).toMatchObject({ code: 404, message: 'Not Found' });
+
+    // Built-in providers exist only when configured; prototype names are not providers either.
+    expect((await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/github' })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/constructor' })).statusCode).toBe(404);
+  });
+
+  test('GET redirects to the authorize URL with client_id, redirect_uri, response_type, scope and state; the state goes in a signed HttpOnly cookie', async () => {
+    const { response, location, state, cookie, cookieAttributes } = await start('foo');
+    expect(`${location.origin}${location.pathname}`).toBe(`${provider.baseUrl}/authorize`);
+    expect(Object.fromEntries(location.searchParams)).toEqual({
+      client_id: 'foo-client',
+      redirect_uri: 'https://client.example.test/oauth2/foo/callback',
+      response_type: 'code',
+      scope: 'a b',
+      state,
+    });
+    expect(state.length).toBeGreaterThanOrEqual(16);
+    expect(response.body === '' || typeof response.json() === 'object').toBe(true);
+
+    expect(cookieAttributes).toMatch(/HttpOnly/i);
+    expect(cookieAttributes).toMatch(/Path=\/api\/tokens\/oauth2/i);
+    // Signed: the value carries the state plus a signature, not the bare state.
+    const value = decodeURIComponent(cookie.slice('oauth2_state='.length));
+    expect(value).toContain(state);
+    expect(value).not.toBe(state);
+    expect(value).not.toBe(`foo:${state}`);
+
+    const other = await start('bar');
+    expect(other.location.searchParams.get('client_id')).toBe('bar-client');
+    expect(other.location.searchParams.get('redirect_uri')).toBe('https://client.example.test/oauth2/bar/callback');
+    expect(other.location.searchParams.get('scope')).toBe('c');
+    expect(other.state).not.toBe(state);
+  });
+
+  test('a good code for a new email creates a passwordless user and logs them in', async () => {
+    const users = await userCount();
+    const { state, cookie } = await start();
+    const code = grant({ userinfo: { email: 'newbie@example.org', name: 'New Bie' } });
+    const requestsBefore = provider.tokenRequests.length;
+    const login = await finish('foo', { code, state }, cookie);
+
+    expect(login.statusCode).toBe(200);
+    expect(login.json()).toEqual({ access_token: expect.any(String), refresh_token: null });
+    expect(setCookie(login, 'refresh_token')?.attributes).toMatch(/HttpOnly/i);
+
+    // The exchange the provider saw: form-encoded, JSON wanted, every field right.
+    expect(provider.tokenRequests.slice(requestsBefore)).toEqual([
+      {
+        contentType: expect.stringMatching(/^application\/x-www-form-urlencoded/),
+        accept: expect.stringMatching(/application\/json/),
+        form: { client_id: 'foo-client', client_secret: 'foo-secret', code, grant_type: 'authorization_code', redirect_uri: redirectFor('foo') },
+      },
+    ]);
+    expect(provider.userinfoAuthorizations.at(-1)).toMatch(/^Bearer at-/);
+
+    const user = await me(login);
+    expect(user).toMatchObject({ username: 'newbie', email: 'newbie@example.org', has_password: false });
+    expect(await userCount()).toBe(users + 1);
+    const row = await t.database.db.selectFrom('users').select('password_hash').where('id', '=', user.id).executeTakeFirstOrThrow();
+    expect(row.password_hash).toBeNull();
+
+    // Logging in again with the same address finds that user.
+    const again = await me(await loginWith({ email: 'newbie@example.org' }));
+    expect(again.id).toBe(user.id);
+    expect(await userCount()).toBe(users + 1);
+  });
+
+  test("an existing user's email, in any case, logs in as that user and creates nobody", async () => {
+    const carol = await t.register({ username: 'carol', email: 'carol@example.com', password: 'carol-pw' });
+    const users = await userCount();
+    const user = await me(await loginWith({ email: 'CAROL@Example.COM' }));
+    expect(user).toMatchObject({ id: carol.id, username: 'carol', email: 'carol@example.com', has_password: true });
+    expect(await userCount()).toBe(users);
+    // Their password still works.
+    expect((await t.login('carol', 'carol-pw')).statusCode).toBe(200);
+  });
+
+  test('the state must match the signed cookie of the same provider: 401 otherwise, and the code is never exchanged', async () => {
+    const requestsBefore = provider.tokenRequests.length;
+    const code = grant({ userinfo: { email: 'mallory@example.org' } });
+    const users = await userCount();
+
+    const mismatch = await start();
+    const wrongState = await finish('foo', { code, state: `${mismatch.state}x` }, mismatch.cookie);
+    expect(wrongState.statusCode).toBe(401);
+    expect(wrongState.json()).toMatchObject({ code: 401, message: 'Unauthorized' });
+
+    const noCookie = await start();
+    expect((await finish('foo', { code, state: noCookie.state })).statusCode).toBe(401);
+
+    const tampered = await start();
+    const [name, value] = [tampered.cookie.slice(0, tampered.cookie.indexOf('=')), tampered.cookie.slice(tampered.cookie.indexOf('=') + 1)];
+    const flipped = value.slice(0, -1) + (value.endsWith('A') ? 'B' : 'A');
+    expect((await finish('foo', { code, state: tampered.state }, `${name}=${flipped}`)).statusCode).toBe(401);
+
+    const unsigned = await start();
+    expect((await finish('foo', { code, state: unsigned.state }, `oauth2_state=${encodeURIComponent(`foo:${unsigned.state}`)}`)).statusCode).toBe(401);
+    expect((await finish('foo', { code, state: unsigned.state }, `oauth2_state=${unsigned.state}`)).statusCode).toBe(401);
+
+    // A genuine cookie, but issued for another provider.
+    const fromBar = await start('bar');
+    expect((await finish('foo', { code, state: fromBar.state }, fromBar.cookie)).statusCode).toBe(401);
+
+    expect(provider.tokenRequests.length).toBe(requestsBefore);
+    expect(provider.grants.has(code)).toBe(true);
+    expect(await userCount()).toBe(users);
+  });
+
+  test('the state cookie is single use: the answer clears it, and replaying it is a 401', async () => {
+    const { state, cookie } = await start();
+    const first = await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state }, cookie);
+    expect(first.statusCode).toBe(200);
+    const cleared = setCookie(first, 'oauth2_state');
+    expect(cleared?.attributes).toMatch(/Expires=Thu, 01 Jan 1970|Max-Age=0/i);
+
+    // A client that kept the cookie anyway, with a fresh code the provider would honour.
+    const replay = await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state }, cookie);
+    expect(replay.statusCode).toBe(401);
+
+    // A state spent by a failed exchange is spent too.
+    const failed = await start();
+    expect((await finish('foo', { code: grant({ tokenStatus: 500 }), state: failed.state }, failed.cookie)).statusCode).toBe(401);
+    expect((await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state: failed.state }, failed.cookie)).statusCode).toBe(401);
+  });
+
+  test('a failed code exchange is a 401: provider 401, provider 500, or a 200 without access_token', async () => {
+    const users = await userCount();
+    for (const g of [{ tokenStatus: 401 }, { tokenStatus: 500 }, { tokenBody: { error: 'bad_verification_code' } }, { tokenBody: { access_token: '' } }]) {
+      const { state, cookie } = await start();
+      const response = await finish('foo', { code: grant(g), state }, cookie);
+      expect(response.statusCode).toBe(401);
+      expect(response.json()).toMatchObject({ code: 401, message: 'Unauthorized' });
+    }
+    // A code the provider does not know (its own 401).
+    const { state, cookie } = await start();
+    expect((await finish('foo', { code: 'never-issued', state }, cookie)).statusCode).toBe(401);
+    expect(await userCount()).toBe(users);
+  });
+
+  test('a failed user lookup is a 401: user-info error, or no usable email', async () => {
+    const users = await userCount();
+    const cases: Grant[] = [
+      { userinfoStatus: 401, userinfo: { email: 'x@example.org' } },
+      { userinfoStatus: 500, userinfo: { email: 'x@example.org' } },
+      { userinfo: { name: 'no email here' } },
+      { userinfo: { email: 'not-an-address' } },
+      { userinfo: [] },
+      // Longer than a user's email may be (120): no user can have it.
+      { userinfo: { email: `${'x'.repeat(60)}@${'y'.repeat(60)}.org` } },
+    ];
+    for (const g of cases) {
+      const { state, cookie } = await start();
+      const response = await finish('foo', { code: grant(g), state }, cookie);
+      expect(response.statusCode).toBe(401);
+    }
+    expect(await userCount()).toBe(users);
+  });
+
+  test('an unreachable provider is a 401, not a 500', async () => {
+    const { state, cookie } = await start('down');
+    const response = await finish('down', { code: 'whatever', state }, cookie);
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toMatchObject({ code: 401, message: 'Unauthorized' });
+  });
+
+  test('a username collision gives the new user a suffix, never a 500', async () => {
+    await t.register({ username: 'dave', email: 'dave@example.com', password: 'dave-pw' });
+    const second = await me(await loginWith({ email: 'dave@elsewhere.org' }));
+    expect(second.email).toBe('dave@elsewhere.org');
+    expect(second.username).not.toBe('dave');
+    expect(second.username.startsWith('dave')).toBe(true);
+    expect(isValidUsername(second.username)).toBe(true);
+
+    const third = await me(await loginWith({ email: 'dave@third.example.net' }));
+    expect(third.username.startsWith('dave')).toBe(true);
+    expect(new Set(['dave', second.username, third.username]).size).toBe(3);
+  });
+
+  test('local parts that break the username rules still give valid usernames', async () => {
+    const viewer = await t.register({ username: 'viewer', email: 'viewer@example.com', password: 'viewer-pw' });
+    const long = `a${'b'.repeat(63)}`; // 64 characters: a valid local part, near the username limit
+    for (const email of ['1x@example.org', '_under@example.org', 'ab@example.org', 'z@example.org', `${long}@example.org`, `${long}@example.net`]) {
+      const user = await me(await loginWith({ email }));
+      expect(user.email).toBe(email);
+      expect(isValidUsername(user.username)).toBe(true);
+      // The user can be looked up by that username like anyone else.
+      const byName = await t.as(viewer.token, { url: `/api/users/${encodeURIComponent(user.username)}` });
+      expect(byName.json().id).toBe(user.id);
+    }
+  });
+
+  test('GitHub-style user info (a list of addresses) picks the primary one', async () => {
+    const user = await me(
+      await loginWith([
+        { email: 'secondary@example.org', primary: false, verified: true },
+        { email: 'main@example.org', primary: true, verified: true },
+      ]),
+    );
+    expect(user).toMatchObject({ email: 'main@example.org', username: 'main', has_password: false });
+  });
+
+  test('missing code or state: 400 validation errors', async () => {
+    const { state, cookie } = await start();
+    const noCode = await finish('foo', { state }, cookie);
+    expect(noCode.statusCode).toBe(400);
+    expect(noCode.json()).toMatchObject({ message: 'Validation Error', errors: { json: { code: ['Missing data for required field.'] } } });
+
+    const empty = await finish('foo', {}, cookie);
+    expect(empty.statusCode).toBe(400);
+    expect(empty.json().errors.json).toEqual({ code: ['Missing data for required field.'], state: ['Missing data for required field.'] });
+
+    // A refused body did not spend the state.
+    expect((await finish('foo', { code: grant({ userinfo: { email: 'retry@example.org' } }), state }, cookie)).statusCode).toBe(200);
+  });
+
+  // Last: it moves the clock.
+  test('a state cookie lasts 10 minutes, also on the server side', async () => {
+    const stale = await start();
+    const fresh = await start();
+    t.clock.advance(10 * 60_000 - 5_000);
+    expect((await finish('foo', { code: grant({ userinfo: { email: 'intime@example.org' } }), state: fresh.state }, fresh.cookie)).statusCode).toBe(200);
+    t.clock.advance(6_000);
+    expect((await finish('foo', { code: grant({ userinfo: { email: 'late@example.org' } }), state: stale.state }, stale.cookie)).statusCode).toBe(401);
+  });
+});

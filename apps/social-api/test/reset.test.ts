@@ -1,0 +1,462 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { SMTPServer } from 'smtp-server';
+import { sql } from 'kysely';
+import { testDatabase } from '@platform/db/testing';
+import { createJwt, passwordFingerprint } from '../src/tokens/jwt';
+import { buildTestApp, type TestApp, type TestUser } from './support/app';
+
+/**
+ * The password reset flow end to end: the app talks SMTP to a real (in-test) mail server, the
+ * test reads the mail like a user would, follows the link's token, and sets a new password.
+ */
+
+const RESET_URL = 'https://client.example.test/reset';
+const SENDER = 'robot@microblog.example.test';
+const RESET_MS = 15 * 60_000;
+
+// --- a tiny MIME reader (enough for what nodemailer sends) -------------------------------------
+
+interface MimePart {
+  headers: Map<string, string>;
+  body: string;
+}
+
+function splitHeaders(raw: string): MimePart {
+  const at = raw.indexOf('\r\n\r\n');
+  const head = at < 0 ? raw : raw.slice(0, at);
+  const body = at < 0 ? '' : raw.slice(at + 4);
+  const headers = new Map<string, string>();
+  for (const line of head.replace(/\r\n[ \t]+/g, ' ').split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return { headers, body };
+}
+
+function decodeQuotedPrintable(body: string): string {
+  const unwrapped = body.replace(/=\r?\n/g, '');
+  const bytes: number[] = [];
+  for (let i = 0; i < unwrapped.length; i++) {
+    const hex = unwrapped.slice(i + 1, i + 3);
+    if (unwrapped[i] === '=' && /^[0-9A-Fa-f]{2}$/.test(hex)) {
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else {
+      bytes.push(...Buffer.from(unwrapped[i], 'utf8'));
+    }
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+function decodeBody(part: MimePart): string {
+  const encoding = (part.headers.get('content-transfer-encoding') ?? '7bit').toLowerCase();
+  if (encoding === 'quoted-printable') return decodeQuotedPrintable(part.body);
+  if (encoding === 'base64') return Buffer.from(part.body.replace(/\s+/g, ''), 'base64').toString('utf8');
+  return part.body;
+}
+
+/** The decoded leaf parts of a message, by content type (`text/plain`, `text/html`). */
+function leafParts(part: MimePart, into = new Map<string, string>()): Map<string, string> {
+  const type = part.headers.get('content-type') ?? 'text/plain';
+  const boundary = /boundary="?([^";]+)"?/i.exec(type)?.[1];
+  if (/^multipart\//i.test(type) && boundary) {
+    const sections = part.body.split(`--${boundary}`).slice(1);
+    for (const section of sections) {
+      if (section.startsWith('--')) break;
+      leafParts(splitHeaders(section.replace(/^\r\n/, '')), into);
+    }
+  } else {
+    into.set(type.split(';')[0].trim().toLowerCase(), decodeBody(part).replace(/\r\n$/, ''));
+  }
+  return into;
+}
+
+interface Mail {
+  envelopeFrom: string;
+  envelopeTo: string[];
+  headers: Map<string, string>;
+  text: string;
+  html: string;
+}
+
+function parseMail(raw: string, envelopeFrom: string, envelopeTo: string[]): Mail {
+  const message = splitHeaders(raw);
+  const parts = leafParts(message);
+  return { envelopeFrom, envelopeTo, headers: message.headers, text: (parts.get('text/plain') ?? '').replace(/\r\n/g, '\n'), html: parts.get('text/html') ?? '' };
+}
+
+// --- helpers ------------------------------------------------------------------------------------
+
+async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A TCP port nobody listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+const tokenFromLink = (text: string): string => {
+  const escaped = RESET_URL.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const match = new RegExp(`${escaped}\\?token=([A-Za-z0-9_.-]+)`).exec(text);
+  if (!match) throw new Error(`no reset link in:\n${text}`);
+  return match[1];
+};
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+describe('password reset by email (SMTP)', () => {
+  let smtp: SMTPServer;
+  let mails: Mail[];
+  let t: TestApp;
+  let counter = 0;
+
+  /** A user with a unique name, so mails of one test never satisfy another. */
+  const newUser = (fields: Partial<Pick<TestUser, 'email' | 'password'>> = {}) => {
+    counter += 1;
+    const username = `reset${counter}`;
+    return t.register({ username, email: fields.email ?? `${username}@example.com`, password: fields.password ?? 'old-secret' });
+  };
+  const mailsTo = (address: string) => mails.filter((m) => m.envelopeTo.includes(address));
+  const requestReset = (email: unknown) => t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: { email } });
+  const reset = (token: string, newPassword: string) =>
+    t.app.inject({ method: 'PUT', url: '/api/tokens/reset', payload: { token, new_password: newPassword } });
+  /** Asks for a reset link for `email` and returns the token of the one mail it produced. */
+  const mailedToken = async (email: string, address = email) => {
+    const before = mailsTo(address).length;
+    expect((await requestReset(email)).statusCode).toBe(204);
+    const mail = await waitFor(`a reset mail to ${address}`, () => mailsTo(address)[before]);
+    return tokenFromLink(mail.text);
+  };
+
+  beforeAll(async () => {
+    mails = [];
+    smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        stream.on('end', () => {
+          const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+          mails.push(parseMail(Buffer.concat(chunks).toString('utf8'), from, session.envelope.rcptTo.map((r) => r.address)));
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
+    const { port } = smtp.server.address() as AddressInfo;
+    t = await buildTestApp({ MAIL_SERVER: '127.0.0.1', MAIL_PORT: String(port), MAIL_DEFAULT_SENDER: SENDER, PASSWORD_RESET_URL: RESET_URL });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await new Promise<void>((r) => (smtp ? smtp.close(() => r()) : r()));
+  });
+
+  test('a known email gets exactly one mail: subject, sender, greeting, link with a JWT; the answer is an empty 204', async () => {
+    const user = await newUser();
+    const response = await requestReset(user.email);
+    expect(response.statusCode).toBe(204);
+    expect(response.body).toBe('');
+
+    const mail = await waitFor('the reset mail', () => mailsTo(user.email)[0]);
+    expect(mail.envelopeTo).toEqual([user.email]);
+    expect(mail.envelopeFrom).toBe(SENDER);
+    expect(mail.headers.get('to')).toContain(user.email);
+    expect(mail.headers.get('from')).toContain(SENDER);
+    expect(mail.headers.get('subject')).toBe('Reset Your Password');
+    expect(mail.text).toMatch(new RegExp(`^Dear ${user.username},`));
+    expect(mail.text).toContain('To reset your password click on the following link:');
+    expect(mail.text).toContain('The Microblog Team');
+    const token = tokenFromLink(mail.text);
+    expect(token).toMatch(JWT_SHAPE);
+    expect(mail.text).toContain(`${RESET_URL}?token=${token}\n`);
+    // The HTML alternative greets and links too (the link's `?` survives HTML escaping unchanged).
+    expect(mail.html).toContain(`Dear ${user.username},`);
+    expect(mail.html).toContain(`href="${RESET_URL}?token=${token}"`);
+
+    // Give a duplicate every chance to show up: a later mail to someone else arrives first.
+    const other = await newUser();
+    await mailedToken(other.email);
+    expect(mailsTo(user.email)).toHaveLength(1);
+  });
+
+  test('the email lookup ignores case; the mail goes to the stored address', async () => {
+    // (nodemailer lower-cases domains, so the stored address keeps its case in the local part.)
+    const user = await newUser({ email: `Mixed.Case${counter + 1}@example.com` });
+    const token = await mailedToken(user.email.toUpperCase(), user.email);
+    expect(token).toMatch(JWT_SHAPE);
+    expect(mailsTo(user.email)).toHaveLength(1);
+    expect(mailsTo(user.email.toUpperCase())).toHaveLength(0);
+  });
+
+  test('an unknown email: 204 and no mail', async () => {
+    const unknown = 'nobody-here@example.com';
+    const response = await requestReset(unknown);
+    expect(response.statusCode).toBe(204);
+    expect(response.body).toBe('');
+    // A mail sent after it arrives, and a little more time passes: still nothing for the unknown address.
+    const sentinel = await newUser();
+    await mailedToken(sentinel.email);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(mailsTo(unknown)).toHaveLength(0);
+  });
+
+  test('request validation: an invalid email, a missing one, an unknown field', async () => {
+    const invalid = await requestReset('not-an-email');
+    expect(invalid.statusCode).toBe(400);
+    expect(invalid.json()).toMatchObject({ code: 400, message: 'Validation Error', errors: { json: { email: ['Not a valid email address.'] } } });
+
+    const missing = await t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: {} });
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json().errors.json.email).toEqual(['Missing data for required field.']);
+
+    const extra = await t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: { email: 'a@example.com', username: 'x' } });
+    expect(extra.statusCode).toBe(400);
+    expect(extra.json().errors.json.username).toEqual(['Unknown field.']);
+  });
+
+  test('the mailed token sets a new password: old one 401, new one 200; the link works once', async () => {
+    const user = await newUser({ password: 'old-secret' });
+    const token = await mailedToken(user.email);
+
+    const done = await reset(token, 'new-secret');
+    expect(done.statusCode).toBe(204);
+    expect(done.body).toBe('');
+    expect((await t.login(user.username, 'old-secret')).statusCode).toBe(401);
+    expect((await t.login(user.username, 'new-secret')).statusCode).toBe(200);
+
+    const again = await reset(token, 'third-secret');
+    expect(again.statusCode).toBe(400);
+    expect(again.json()).toMatchObject({ code: 400, message: 'Bad Request' });
+    expect(again.json()).not.toHaveProperty('errors');
+    expect((await t.login(user.username, 'new-secret')).statusCode).toBe(200);
+    expect((await t.login(user.username, 'third-secret')).statusCode).toBe(401);
+  });
+
+  test('after a reset, the access tokens the user had before stop working', async () => {
+    const user = await newUser();
+    expect((await t.as(user.token, { url: '/api/me' })).statusCode).toBe(200);
+    const token = await mailedToken(user.email);
+    expect((await reset(token, 'brand-new')).statusCode).toBe(204);
+
+    const stale = await t.as(user.token, { url: '/api/me' });
+    expect(stale.statusCode).toBe(401);
+    const fresh = (await t.login(user.username, 'brand-new')).json().access_token as string;
+    expect((await t.as(fresh, { url: '/api/me' })).json().username).toBe(user.username);
+  });
+
+  test('a garbage token, or one signed with another SECRET_KEY: 400 without errors, nothing changes', async () => {
+    const user = await newUser({ password: 'keep-me' });
+    const garbage = await reset('this-is-not-a-token', 'changed');
+    expect(garbage.statusCode).toBe(400);
+    expect(garbage.json()).toMatchObject({ code: 400, message: 'Bad Request' });
+    expect(garbage.json()).not.toHaveProperty('errors');
+
+    // Everything right (email, fingerprint of the current password, expiry) except the key.
+    const row = await t.database.db.selectFrom('users').select('password_hash').where('id', '=', user.id).executeTakeFirstOrThrow();
+    const forged = createJwt('some-other-secret').resetToken(user.email, passwordFingerprint(row.password_hash), new Date(t.clock.now().getTime() + RESET_MS));
+    const foreign = await reset(forged, 'changed');
+    expect(foreign.statusCode).toBe(400);
+    expect(foreign.json()).not.toHaveProperty('errors');
+
+    // The same token made with the app's own key would have worked: the key is what failed.
+    const genuine = createJwt(t.config.secretKey).resetToken(user.email, passwordFingerprint(row.password_hash), new Date(t.clock.now().getTime() + RESET_MS));
+    expect(genuine.split('.').slice(0, 2)).toEqual(forged.split('.').slice(0, 2));
+    expect((await t.login(user.username, 'keep-me')).statusCode).toBe(200);
+    expect((await t.login(user.username, 'changed')).statusCode).toBe(401);
+  });
+
+  test('reset validation: a new password shorter than 3, missing fields', async () => {
+    const user = await newUser({ password: 'keep-me' });
+    const token = await mailedToken(user.email);
+    const short = await reset(token, 'ab');
+    expect(short.statusCode).toBe(400);
+    expect(short.json()).toMatchObject({ message: 'Validation Error', errors: { json: { new_password: ['Shorter than minimum length 3.'] } } });
+
+    const missing = await t.app.inject({ method: 'PUT', url: '/api/tokens/reset', payload: {} });
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json().errors.json).toEqual({ token: ['Missing data for required field.'], new_password: ['Missing data for required field.'] });
+
+    // The refused attempts did not use up the link.
+    expect((await reset(token, 'abc')).statusCode).toBe(204);
+    expect((await t.login(user.username, 'abc')).statusCode).toBe(200);
+  });
+
+  test('a user without a password (OAuth2 or fake) sets one through the reset flow', async () => {
+    counter += 1;
+    const username = `nopass${counter}`;
+    const email = `${username}@example.com`;
+    await t.database.db.insertInto('users').values({ username, email, password_hash: null }).execute();
+    expect((await t.login(username, 'anything')).statusCode).toBe(401);
+
+    const token = await mailedToken(email);
+    expect((await reset(token, 'first-password')).statusCode).toBe(204);
+    const login = await t.login(username, 'first-password');
+    expect(login.statusCode).toBe(200);
+    const me = await t.as(login.json().access_token, { url: '/api/me' });
+    expect(me.json()).toMatchObject({ username, has_password: true });
+    // The link stopped working once a password exists.
+    expect((await reset(token, 'second-password')).statusCode).toBe(400);
+    const count = await t.database.db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).where('email', '=', email).executeTakeFirstOrThrow();
+    expect(count.n).toBe(1);
+  });
+
+  test('a token expires after RESET_TOKEN_MINUTES (15): 400 one second past, 204 one second before', async () => {
+    const late = await newUser({ password: 'keep-me' });
+    const lateToken = await mailedToken(late.email);
+    const early = await newUser({ password: 'keep-me' });
+    const earlyToken = await mailedToken(early.email);
+
+    t.clock.advance(RESET_MS - 5_000);
+    expect((await reset(earlyToken, 'in-time')).statusCode).toBe(204);
+
+    t.clock.advance(6_000);
+    const expired = await reset(lateToken, 'too-late');
+    expect(expired.statusCode).toBe(400);
+    expect(expired.json()).not.toHaveProperty('errors');
+    expect((await t.login(late.username, 'keep-me')).statusCode).toBe(200);
+    expect((await t.login(early.username, 'in-time')).statusCode).toBe(200);
+  });
+
+  // Last: it stops the mail server.
+  test('a mail server that is down fails neither the request nor the app', async () => {
+    const user = await newUser({ password: 'keep-me' });
+    const crashes: unknown[] = [];
+    const onCrash = (reason: unknown) => crashes.push(reason);
+    process.on('unhandledRejection', onCrash);
+    process.on('uncaughtException', onCrash);
+    try {
+      await new Promise<void>((r) => smtp.close(() => r()));
+      const response = await requestReset(user.email);
+      expect(response.statusCode).toBe(204);
+      expect(response.body).toBe('');
+      // The refused connection fails within milliseconds; give it time to surface, if it ever would.
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await requestReset(user.email)).statusCode).toBe(204);
+      expect((await t.login(user.username, 'keep-me')).statusCode).toBe(200);
+      expect((await t.app.inject('/readyz')).statusCode).toBe(200);
+      expect(crashes).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onCrash);
+      process.off('uncaughtException', onCrash);
+    }
+  });
+});
+
+describe('password reset without MAIL_SERVER (the real service, mails to the log)', () => {
+  const repoRoot = resolve(__dirname, '..', '..', '..');
+  let child: ChildProcess | undefined;
+  let dataDir: string | undefined;
+  let dropDatabase: (() => Promise<void>) | undefined;
+  const lines: Record<string, unknown>[] = [];
+
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child?.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await dropDatabase?.();
+  });
+
+  test('the reset mail (with a working link) is written to the log as JSON', async () => {
+    const port = await closedPort();
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'development',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+      PASSWORD_RESET_URL: RESET_URL,
+      ARGON2_MEMORY_KIB: '1024',
+      ARGON2_TIME_COST: '1',
+    };
+    const fresh = testDatabase('social');
+    if (fresh.config.url) {
+      env.DATABASE_URL = fresh.config.url;
+      env.DB_SCHEMA = fresh.config.schema;
+      dropDatabase = fresh.cleanup;
+    } else {
+      dataDir = await mkdtemp(join(tmpdir(), 'social-reset-log-'));
+      env.DATA_DIR = dataDir;
+    }
+
+    child = spawn(process.execPath, ['--conditions=@platform/source', '--import', 'tsx', 'apps/social-api/src/main.ts'], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        lines.push({ unparsed: line });
+      }
+    });
+    const base = `http://127.0.0.1:${port}`;
+    const exited = () => (child?.exitCode !== null ? `the service exited (${child?.exitCode}): ${stderr}` : undefined);
+
+    await waitFor('the service to listen', () => {
+      const failed = exited();
+      if (failed) throw new Error(failed);
+      return lines.find((l) => typeof l.msg === 'string' && l.msg.includes(`Server listening at ${base}`));
+    }, 45_000);
+
+    const created = await fetch(`${base}/api/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'logged', email: 'logged@example.com', password: 'old-secret' }),
+    });
+    expect(created.status).toBe(201);
+
+    const response = await fetch(`${base}/api/tokens/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'Logged@Example.com' }) });
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe('');
+
+    const entry = await waitFor('the mail in the log', () => lines.find((l) => l.mail !== undefined));
+    const mail = entry.mail as { from: string; to: string; subject: string; text: string };
+    expect(entry.level).toBe(30);
+    expect(mail).toMatchObject({ from: 'donotreply@microblog.example.com', to: 'logged@example.com', subject: 'Reset Your Password' });
+    expect(mail.text).toMatch(/^Dear logged,/);
+    const token = tokenFromLink(mail.text);
+    expect(token).toMatch(JWT_SHAPE);
+
+    const done = await fetch(`${base}/api/tokens/reset`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, new_password: 'from-the-log' }) });
+    expect(done.status).toBe(204);
+    const login = await fetch(`${base}/api/tokens`, { method: 'POST', headers: { authorization: `Basic ${Buffer.from('logged:from-the-log').toString('base64')}` } });
+    expect(login.status).toBe(200);
+
+    // An unknown address logs no mail.
+    const before = lines.filter((l) => l.mail !== undefined).length;
+    expect((await fetch(`${base}/api/tokens/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ghost@example.com' }) })).status).toBe(204);
+    const later = await fetch(`${base}/api/tokens/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'logged@example.com' }) });
+    expect(later.status).toBe(204);
+    await waitFor('the second logged mail', () => (lines.filter((l) => l.mail !== undefined).length > before ? true : undefined));
+    const logged = lines.filter((l) => l.mail !== undefined).map((l) => (l.mail as { to: string }).to);
+    expect(logged).toEqual(['logged@example.com', 'logged@example.com']);
+    expect(exited()).toBeUndefined();
+  }, 90_000);
+});
