@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { migrateToLatest, openDatabase } from '@platform/db';
 import { serve } from '@platform/http-kit';

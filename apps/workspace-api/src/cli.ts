@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { migrateToLatest, openDatabase, type Database } from '@platform/db';
