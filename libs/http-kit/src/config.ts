@@ -6,7 +6,8 @@ import type { DatabaseConfig } from '@platform/db';
 export const EnvFlag = (fallback: boolean, description?: string) =>
   Type.Union(
     [Type.Boolean(), ...['yes', 'no', 'on', 'off', '1', '0'].map((v) => Type.Literal(v))],
-    { default: fallback, description },
+    // `x-flag`: parseEnv reads the value case-insensitively (YES, On, TRUE).
+    { default: fallback, description, 'x-flag': true },
   );
 export const isOn = (value: boolean | string) => value === true || value === 'yes' || value === 'on' || value === '1';
 

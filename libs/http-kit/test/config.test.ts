@@ -28,6 +28,7 @@ describe('service configuration', () => {
   test.each([
     ['yes', true], ['on', true], ['1', true], ['true', true],
     ['no', false], ['off', false], ['0', false], ['false', false],
+    ['YES', true], [' On ', true], ['TRUE', true], ['Off', false], // any case, as the Flask backend reads them
     ['', false], // empty means the default
   ])('flag %p is %p', (text, expected) => {
     expect(isOn(parseEnv(schema, { EXTRA: text }).EXTRA)).toBe(expected);
