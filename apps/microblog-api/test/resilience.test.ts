@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { startEmbeddedServer, startTcpProxy, testDatabase, type EmbeddedServer, type TcpProxy } from '@platform/db/testing';
+import { cuttableDatabase, type CuttableDatabase, type TcpProxy } from '@platform/db/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 
@@ -10,26 +10,15 @@ import { loadConfig } from '../src/config';
  * embedded database served over the wire protocol.
  */
 describe('database outage', () => {
-  let embedded: EmbeddedServer | undefined;
+  let outage: CuttableDatabase;
   let proxy: TcpProxy;
   let app: FastifyInstance;
-  let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const fresh = testDatabase('microblog');
-    let target: URL;
-    if (fresh.config.url) {
-      target = new URL(fresh.config.url);
-    } else {
-      embedded = await startEmbeddedServer(fresh.config.schema);
-      target = new URL(embedded.url);
-    }
-    cleanup = fresh.cleanup;
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const viaProxy = new URL(target);
-    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    outage = await cuttableDatabase('microblog');
+    proxy = outage.proxy;
     const config = loadConfig({ LOG_LEVEL: 'silent', WRITE_RATE_LIMIT: '1000' });
-    config.database = { url: viaProxy.toString(), schema: fresh.config.schema, poolMax: 2, connectTimeoutMs: 1000 };
+    config.database = outage.config;
     app = await buildApp(config);
     await app.ready();
     // The service's tables are in its own schema, not in public.
@@ -37,16 +26,14 @@ describe('database outage', () => {
       .selectFrom('information_schema.tables' as never)
       .select(['table_schema' as never, 'table_name' as never])
       .where('table_name' as never, '=', 'posts' as never)
-      .where('table_schema' as never, 'in', [fresh.config.schema, 'public'] as never)
+      .where('table_schema' as never, 'in', [outage.config.schema, 'public'] as never)
       .execute();
-    expect(tables).toEqual([{ table_schema: fresh.config.schema, table_name: 'posts' }]);
+    expect(tables).toEqual([{ table_schema: outage.config.schema, table_name: 'posts' }]);
   });
 
   afterAll(async () => {
     await app?.close();
-    await proxy?.close();
-    await embedded?.stop();
-    await cleanup?.();
+    await outage?.close();
   });
 
   const post = (content: string) =>

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { startEmbeddedServer, startTcpProxy, testDatabase, type EmbeddedServer, type TcpProxy } from '@platform/db/testing';
+import { cuttableDatabase, type CuttableDatabase, type TcpProxy } from '@platform/db/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { basic } from './support/app';
@@ -11,35 +11,22 @@ import { basic } from './support/app';
  * in front of real PostgreSQL (DATABASE_URL) or of the embedded database served over the wire.
  */
 describe('database outage', () => {
-  let embedded: EmbeddedServer | undefined;
+  let outage: CuttableDatabase;
   let proxy: TcpProxy;
   let app: FastifyInstance;
-  let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const fresh = testDatabase('social');
-    let target: URL;
-    if (fresh.config.url) {
-      target = new URL(fresh.config.url);
-    } else {
-      embedded = await startEmbeddedServer(fresh.config.schema);
-      target = new URL(embedded.url);
-    }
-    cleanup = fresh.cleanup;
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const viaProxy = new URL(target);
-    viaProxy.host = `127.0.0.1:${proxy.port}`;
+    outage = await cuttableDatabase('social');
+    proxy = outage.proxy;
     const config = loadConfig({ LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1' });
-    config.database = { url: viaProxy.toString(), schema: fresh.config.schema, poolMax: 2, connectTimeoutMs: 1000 };
+    config.database = outage.config;
     app = await buildApp(config);
     await app.ready();
   });
 
   afterAll(async () => {
     await app?.close();
-    await proxy?.close();
-    await embedded?.stop();
-    await cleanup?.();
+    await outage?.close();
   });
 
   test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
