@@ -8,22 +8,12 @@
  * resource" line Chromium prints for an HTTP error the test provokes on purpose, and the browser's
  * own /favicon.ico probe), and no request that left the service's origin.
  */
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { launchChromium } from '@platform/http-kit/testing';
+import { type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import type { Post } from '../src/posts/schemas';
 import { startTestServer } from './support/server';
 
 jest.setTimeout(60_000);
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 
 type TestServer = Awaited<ReturnType<typeof startTestServer>>;
 
@@ -43,10 +33,7 @@ let page: Page;
 let watch: PageWatch;
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: CHROMIUM_ARGS,
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

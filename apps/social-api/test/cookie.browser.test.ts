@@ -7,22 +7,12 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Cookie, type Page } from 'playwright-core';
+import { launchChromium } from '@platform/http-kit/testing';
+import { type Browser, type BrowserContext, type Cookie, type Page } from 'playwright-core';
 import type { TestUser } from './support/app';
 import { startTestServer, type TestServer } from './support/server';
 
 jest.setTimeout(60_000);
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 
 let browser: Browser;
 let server: TestServer;
@@ -34,7 +24,7 @@ let context: BrowserContext | undefined;
 let pageErrors: string[];
 
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   server = await startTestServer();
   user = await server.register({ username: 'browser', email: 'browser@example.com', password: 'secret-pw' });
   otherOrigin = createServer((_request, response) => {

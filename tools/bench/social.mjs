@@ -1,0 +1,335 @@
+#!/usr/bin/env node
+// Hand-run load benchmark of social-api: `npm run bench:social [-- --users=N --posts=N --duration=S]`.
+// Seeds a throw-away database with the service's own `fake` commands, starts the built service and
+// a bare Fastify baseline in child processes, logs in as a fresh user who follows some others, drives
+// the feed, the posts, a followers list and post creation with autocannon on loopback, and reports
+// every figure as a ratio to the baseline measured in the same run. Not a test: it never passes or
+// fails on a threshold. See README.md next to this file.
+import { Buffer } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as lib from './lib.mjs';
+
+const APP_DIST = path.join(lib.ROOT, 'apps/social-api/dist');
+const CLI_SOURCE = path.join(lib.ROOT, 'apps/social-api/src/cli.ts');
+
+const USAGE = `usage: npm run bench:social -- [--users=1000] [--posts=20000] [--follows=50] [--duration=10] [--connections=50] [--warmup=2] [--build]
+  --users        users to seed (fake users: each follows 0..5 others)  env BENCH_USERS
+  --posts        posts to seed (fake posts: random authors, this year) env BENCH_POSTS
+  --follows      users the bench user follows (its feed's authors)     env BENCH_FOLLOWS
+  --duration     seconds measured per scenario                         env BENCH_DURATION
+  --connections  concurrent autocannon connections                     env BENCH_CONNECTIONS
+  --warmup       seconds of unmeasured warm-up before each scenario    env BENCH_WARMUP
+  --build        rebuild social-api (and its libs) even if dist/ exists
+  --cpu-prof     write a V8 CPU profile of the service to tools/bench/results/ (slows it down a little)
+  DATABASE_URL   PostgreSQL to use (a fresh schema social_bench_<random>, dropped at the end);
+                 unset: an embedded PGlite database in a temp directory, deleted at the end`;
+
+const options = () =>
+  lib.benchOptions(USAGE, {
+    users: { env: 'BENCH_USERS', fallback: 1000 },
+    posts: { env: 'BENCH_POSTS', fallback: 20_000 },
+    follows: { env: 'BENCH_FOLLOWS', fallback: 50 },
+  });
+
+/** The fake data commands live in src/cli.ts; while it is missing, look every 30 s for up to 30 min. */
+async function waitForCli() {
+  if (existsSync(CLI_SOURCE)) return false;
+  lib.log('apps/social-api/src/cli.ts does not exist yet; looking again every 30 s for up to 30 minutes');
+  const deadline = Date.now() + 30 * 60_000;
+  while (Date.now() < deadline) {
+    await lib.sleep(30_000);
+    if (existsSync(CLI_SOURCE)) {
+      lib.log('apps/social-api/src/cli.ts appeared; rebuilding');
+      await lib.sleep(5_000); // let its author finish saving the files next to it
+      return true;
+    }
+  }
+  throw new Error('apps/social-api/src/cli.ts still does not exist after 30 minutes');
+}
+
+/** `node apps/social-api/dist/cli.js <args>` on the throw-away database; its output, or an error. */
+async function cli(args, env) {
+  const proc = lib.startNode(`social-api ${args.join(' ')}`, [path.join(APP_DIST, 'cli.js'), ...args], env);
+  const { code, signal } = await proc.exited;
+  if (code !== 0)
+    throw new Error(
+      `social-api ${args.join(' ')} failed (code ${code}, signal ${signal}):\n${proc.output()}`,
+    );
+  return proc.output().trim();
+}
+
+/** Runs `fake <kind> <count>` and checks its last line (`N users added.`); returns the seconds it took. */
+async function fake(kind, count, env) {
+  const started = performance.now();
+  const output = await cli(['fake', kind, String(count)], env);
+  if (!output.endsWith(`${count} ${kind} added.`))
+    throw new Error(`fake ${kind} ${count} printed ${JSON.stringify(output.slice(-500))}`);
+  return lib.round((performance.now() - started) / 1000, 1);
+}
+
+/** Opens the throw-away database in this process for `run(db, sql, kind)` (PGlite: one process at a time). */
+async function withDatabase(config, run) {
+  const { openDatabase } = lib.require('@platform/db');
+  const { sql } = lib.require('kysely');
+  const database = await openDatabase({ ...config, poolMax: 1 });
+  try {
+    return await run(database.db, sql, database.kind);
+  } finally {
+    await database.close();
+  }
+}
+
+/** Seeds with the service's command line, then reads what the scenarios need (in this process). */
+async function prepareDatabase(opts) {
+  const config = await lib.throwAwayDatabase('social', opts.databaseUrl);
+  const env = lib.databaseEnv(config, { LOG_LEVEL: 'warn' });
+  const usersSeconds = await fake('users', opts.users, env);
+  const postsSeconds = await fake('posts', opts.posts, env);
+  const info = await withDatabase(config, async (db, sql, kind) => {
+    // PostgreSQL's autovacuum analyzes freshly loaded tables within a minute; do it now so the plans
+    // do not change mid-run. (The fake commands analyze what they load too; the embedded service
+    // analyzes when it opens its database, PGlite having no autovacuum.)
+    if (kind === 'postgres') await sql`analyze`.execute(db);
+    const stats = (
+      await sql`select version() as version, (select count(*)::int from users) as users,
+        (select count(*)::int from posts) as posts, (select count(*)::int from followers) as follows`.execute(
+        db,
+      )
+    ).rows[0];
+    const mostFollowed = (
+      await sql`select followed_id as id, count(*)::int as followers from followers
+        group by followed_id order by count(*) desc, followed_id limit 1`.execute(db)
+    ).rows[0];
+    const ids = (await sql`select id from users order by id`.execute(db)).rows.map((r) => r.id);
+    // The bench user follows users spread evenly over the ids: a feed of about follows × posts/users posts.
+    const step = ids.length / Math.min(opts.follows, ids.length);
+    const followTargets = Array.from(
+      { length: Math.min(opts.follows, ids.length) },
+      (_, i) => ids[Math.floor(i * step)],
+    );
+    return {
+      kind,
+      schema: config.schema,
+      version: stats.version,
+      users: stats.users,
+      posts: stats.posts,
+      follows: stats.follows,
+      mostFollowed: mostFollowed ?? { id: ids[0], followers: 0 },
+      followTargets,
+      seedSeconds: { users: usersSeconds, posts: postsSeconds },
+      analyzed: kind === 'postgres',
+    };
+  });
+  return { config, info };
+}
+
+/** Registers a fresh user, logs in (one argon2 hash and one verification) and follows `targets`. */
+async function benchUser(base, targets) {
+  const suffix = randomBytes(4).toString('hex');
+  const username = `bench_${suffix}`;
+  const password = randomBytes(12).toString('hex');
+  const json = { 'content-type': 'application/json' };
+  const { json: user } = await lib.request(
+    `${base}/api/users`,
+    {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ username, email: `bench-${suffix}@example.com`, password }),
+    },
+    201,
+  );
+  const basic = Buffer.from(`${username}:${password}`).toString('base64');
+  const { json: tokens } = await lib.request(`${base}/api/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${basic}` },
+  });
+  const auth = { authorization: `Bearer ${tokens.access_token}` };
+  for (const id of targets)
+    await lib.request(`${base}/api/me/following/${id}`, { method: 'POST', headers: auth }, 204);
+  return { id: user.id, username, auth };
+}
+
+/** How many posts the bench user has written (the post-creation counter). */
+async function postsOf(base, auth, userId) {
+  const { json } = await lib.request(`${base}/api/users/${userId}/posts?limit=1`, { headers: auth });
+  return json.pagination.total;
+}
+
+async function bench(opts) {
+  const startedAt = new Date();
+  // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
+  const loadAtStart = lib.loadAverage();
+  const cliAppeared = await waitForCli();
+  lib.ensureBuild({
+    project: 'social-api',
+    required: ['app.js', 'main.js', 'cli.js']
+      .map((f) => path.join(APP_DIST, f))
+      .concat(path.join(lib.ROOT, 'libs/db/dist/index.js')),
+    sources: ['apps/social-api', 'libs/db', 'libs/http-kit', 'libs/schema'],
+    force: opts.build || cliAppeared,
+  });
+
+  lib.log(
+    `seeding ${opts.users} users and ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'embedded PGlite (temp dir)'} with social-api's fake commands ...`,
+  );
+  const { config, info: db } = await prepareDatabase(opts);
+  lib.log(
+    `seeded ${db.users} users (${db.follows} follows) in ${db.seedSeconds.users}s and ${db.posts} posts in ${db.seedSeconds.posts}s (not measured)`,
+  );
+
+  // The service as it runs, quiet, with an access token that outlives the run. The one login hashes
+  // with the default argon2 cost: it happens once, outside the measurements.
+  const service = await lib.startService(
+    'social-api',
+    path.join(APP_DIST, 'main.js'),
+    lib.databaseEnv(config, {
+      ACCESS_TOKEN_MINUTES: '600',
+      SECRET_KEY: randomBytes(24).toString('hex'),
+      DISABLE_AUTH: 'no',
+    }),
+    opts.cpuProf && `${lib.stamp(startedAt)}-social-api.cpuprofile`,
+  );
+  const base = service.base;
+  const me = await benchUser(base, db.followTargets);
+  lib.log(`logged in as ${me.username} (id ${me.id}), following ${db.followTargets.length} users`);
+  if (db.kind === 'postgres') await withDatabase(config, (pg, sql) => sql`analyze`.execute(pg));
+
+  // One look at each request before the load: sizes, and that they are what the scenario claims.
+  // The probe post comes first, so the feed the baseline copies is the feed the scenarios read.
+  const newPost = {
+    method: 'POST',
+    headers: { ...me.auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'A benchmark post, the same text every time.' }),
+  };
+  const probe = await lib.request(`${base}/api/posts`, newPost, 201);
+  const get = { headers: me.auth };
+  const feed = await lib.request(`${base}/api/feed`, get);
+  const feedTotal = feed.json.pagination.total;
+  // The deep cursor: the timestamp of the post ~80 % down the feed (posts strictly older follow it).
+  const cursorOffset = Math.floor(feedTotal * 0.8);
+  const cursorPost = (await lib.request(`${base}/api/feed?offset=${cursorOffset}&limit=1`, get)).json.data[0];
+  const deepUrl = `${base}/api/feed?after=${encodeURIComponent(cursorPost.timestamp)}`;
+  const deep = await lib.request(deepUrl, get);
+  if (deep.json.data.some((p) => p.timestamp >= cursorPost.timestamp))
+    throw new Error('the deep feed page holds posts not older than its cursor');
+  const all = await lib.request(`${base}/api/posts`, get);
+  const followersUrl = `${base}/api/users/${db.mostFollowed.id}/followers`;
+  const followers = await lib.request(followersUrl, get);
+  const postsBefore = await postsOf(base, me.auth, me.id);
+
+  // The baseline: the feed's bytes and content type, from memory, in its own process.
+  const baseline = await lib.startBaseline('/api/feed', feed, ['content-type'], get);
+
+  const pid = service.child.pid;
+  const items = (r) => r.json.data.length;
+  const scenarios = [
+    {
+      name: 'baseline',
+      label: 'baseline: bare Fastify, feed bytes from memory',
+      url: baseline.url,
+      headers: me.auth,
+      pid: baseline.child.pid,
+      bytes: feed.bytes.length,
+      items: items(feed),
+    },
+    {
+      name: 'feed',
+      label: `GET /api/feed (first page of ${feedTotal})`,
+      url: `${base}/api/feed`,
+      headers: me.auth,
+      pid,
+      bytes: feed.bytes.length,
+      items: items(feed),
+    },
+    {
+      name: 'feed-deep',
+      label: `GET /api/feed?after=<post ${deep.json.pagination.offset} of ${feedTotal}> (deep)`,
+      url: deepUrl,
+      headers: me.auth,
+      pid,
+      bytes: deep.bytes.length,
+      items: items(deep),
+    },
+    {
+      name: 'posts',
+      label: `GET /api/posts (first page of ${all.json.pagination.total})`,
+      url: `${base}/api/posts`,
+      headers: me.auth,
+      pid,
+      bytes: all.bytes.length,
+      items: items(all),
+    },
+    {
+      name: 'followers',
+      label: `GET /api/users/${db.mostFollowed.id}/followers (${followers.json.pagination.total} users)`,
+      url: followersUrl,
+      headers: me.auth,
+      pid,
+      bytes: followers.bytes.length,
+      items: items(followers),
+    },
+    // Last: the new posts are the bench user's, so they would change the feed the others read.
+    {
+      name: 'create-post',
+      label: 'POST /api/posts',
+      url: `${base}/api/posts`,
+      ...newPost,
+      pid,
+      bytes: probe.bytes.length,
+      items: 1,
+    },
+  ];
+
+  const results = await lib.runScenarios(scenarios, opts);
+  const byName = Object.fromEntries(results.map((r) => [r.name, r]));
+
+  // Every 201 must be one new post of the bench user (see lib.counterCheck).
+  await lib.sleep(500); // let the in-flight requests of the last run finish
+  const postsAfter = await postsOf(base, me.auth, me.id);
+  const postCheck = {
+    userId: me.id,
+    postsBefore,
+    postsAfter,
+    ...lib.counterCheck(postsBefore, postsAfter, byName['create-post']),
+  };
+
+  const report = {
+    ...lib.reportHead({
+      startedAt,
+      loadAtStart,
+      paths: ['apps/social-api', 'libs'],
+      opts,
+      optionNames: ['users', 'posts', 'follows'],
+    }),
+    database: lib.reportedDatabase({ ...db, followTargets: undefined }, opts.databaseUrl),
+    service: lib.serviceReport(service),
+    benchUser: { id: me.id, username: me.username, following: db.followTargets.length, feedPosts: feedTotal },
+    deepCursor: {
+      offset: cursorOffset,
+      postId: cursorPost.id,
+      timestamp: cursorPost.timestamp,
+      reportedOffset: deep.json.pagination.offset,
+    },
+    feedDeepToFirstRatio: lib.round(byName['feed-deep'].reqPerSec / byName.feed.reqPerSec, 3),
+    cpuProfile: opts.cpuProf ? `tools/bench/results/${lib.stamp(startedAt)}-social-api.cpuprofile` : null,
+    postCheck,
+    scenarios: results,
+  };
+  const file = lib.writeReport(`${lib.stamp(startedAt)}-social`, report);
+
+  const pc = postCheck;
+  lib.printReport(report, file, {
+    title: 'social-api bench',
+    seeded: `${db.users} users / ${db.follows} follows / ${db.posts} posts, bench user follows ${db.followTargets.length} (feed of ${feedTotal})`,
+    notes: [
+      `deep feed page / first feed page req/s: ${report.feedDeepToFirstRatio?.toFixed(3) ?? 'n/a'}`,
+      `post counter (warm-up included): ${pc.postsBefore} → ${pc.postsAfter} posts, +${pc.added} for ${pc.answered2xx} answered 2xx / ${pc.sent} sent` +
+        (pc.consistent ? ' (consistent)' : ' (INCONSISTENT: posts lost or extra)'),
+    ],
+  });
+}
+
+await lib.runMain(options, bench);
