@@ -77,5 +77,8 @@ export function parseTimestampCursor(after: string): Date {
   return new Date(time);
 }
 
-/** An `after` username: any text (names sort bytewise, collation "C"). */
-export const parseUsernameCursor = (after: string) => after;
+/** An `after` username: any text (names sort bytewise, collation "C") but a NUL, which PostgreSQL text cannot hold. */
+export function parseUsernameCursor(after: string): string {
+  if (after.includes('\u0000')) throw new RequestValidationError([{ field: 'after', message: 'after must not contain NUL characters' }], 'querystring');
+  return after;
+}

@@ -31,7 +31,7 @@ export interface PlatformOptions {
     openapi?: Partial<OpenApiDocument>;
   };
   cors: {
-    /** `'*'` for any origin, `'reflect'` to echo any origin back (with credentials), or a list of allowed origins. */
+    /** `'*'` for any origin, `'reflect'` to echo any origin back (with credentials), or a list of allowed origins (empty: CORS off, no CORS header at all). */
     origins: '*' | 'reflect' | string[];
     credentials?: boolean;
     exposedHeaders?: string[];
@@ -100,7 +100,7 @@ export const platform = fp(
     });
 
     await app.register(cors, {
-      origin: options.cors.origins === 'reflect' ? true : options.cors.origins,
+      origin: options.cors.origins === 'reflect' ? true : options.cors.origins.length === 0 ? false : options.cors.origins,
       credentials: options.cors.credentials ?? false,
       methods: options.cors.methods ?? ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
       // Without allowedHeaders @fastify/cors reflects the preflight's Access-Control-Request-Headers.

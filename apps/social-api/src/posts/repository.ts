@@ -93,14 +93,21 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
 
     byAuthor: (userId: number) => newestFirst((q) => q.where('p.user_id', '=', userId)),
 
-    /** The user's own posts and those of everyone they follow: one statement, whatever the number followed. */
+    /**
+     * The user's own posts and those of everyone they follow: one statement, whatever the number
+     * followed. One author set (`IN` a union, not `= me OR IN followed`, which the planner cannot
+     * turn into a join) so the count and the page read posts_user_timestamp_idx, never every post.
+     */
     feed: (userId: number) =>
       newestFirst((q) =>
-        q.where((eb) =>
-          eb.or([
-            eb('p.user_id', '=', userId),
-            eb('p.user_id', 'in', eb.selectFrom('followers').select('followers.followed_id').where('followers.follower_id', '=', userId)),
-          ]),
+        q.where(
+          'p.user_id',
+          'in',
+          db
+            .selectFrom('followers')
+            .select('followers.followed_id')
+            .where('followers.follower_id', '=', userId)
+            .unionAll(db.selectNoFrom(sql<number>`${userId}::integer`.as('followed_id'))),
         ),
       ),
   };

@@ -66,7 +66,9 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
       return db.updateTable('users').set({ last_seen: now }).where('id', '=', id).returning(publicUserColumns).executeTakeFirst();
     },
 
-    findByUsername(username: string): Promise<PublicUserRow | undefined> {
+    async findByUsername(username: string): Promise<PublicUserRow | undefined> {
+      // No name holds a NUL (PostgreSQL text cannot), and the database would refuse one with an error.
+      if (username.includes('\u0000')) return undefined;
       return publicUsers().where('username', '=', username).executeTakeFirst();
     },
 
@@ -76,6 +78,7 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
 
     /** A login name: a username first, else an email address (whatever its case). */
     async findForLogin(name: string): Promise<UserWithHash | undefined> {
+      if (name.includes('\u0000')) return undefined;
       const rows = await db
         .selectFrom('users')
         .selectAll()
