@@ -95,7 +95,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
 
   app.get(
     '/',
-    { schema: { tags: ['ops'], summary: 'Redirect to the docs', response: { 302: Type.Null({ description: 'Location: /docs' }) } } },
+    { schema: { tags: ['ops'], summary: 'Redirect to the docs', response: { 302: Type.Unsafe<void>({ type: 'null', description: 'Location: /docs' }) } } },
     async (_request, reply) => reply.redirect('/docs', 302),
   );
   app.get(

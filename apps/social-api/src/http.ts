@@ -1,9 +1,16 @@
+import { Type } from '@sinclair/typebox';
 import { MAX_ID } from '@platform/schema';
 import { errorResponses, socialDialect } from '@platform/http-kit';
 import { NotFound } from './errors';
 
-/** OpenAPI error responses in the service's error format. */
-export const errors = (...statuses: number[]) => errorResponses(socialDialect, [...statuses, 500]);
+/** OpenAPI error responses in the service's error format (every route can meet 500 and 503). */
+export const errors = (...statuses: number[]) => errorResponses(socialDialect, [...new Set([...statuses, 500, 503])].sort());
+
+/** Error responses of a route that takes a JSON body: also malformed (400), too large (413), not JSON (415). */
+export const bodyErrors = (...statuses: number[]) => errors(400, 413, 415, ...statuses);
+
+/** A response without a body (OpenAPI: no content). */
+export const NoContent = Type.Unsafe<void>({ type: 'null', description: 'No body' });
 
 /** The OpenAPI security requirement of token endpoints (the scheme is declared in app.ts). */
 export const bearerSecurity = [{ api_key: [] }];

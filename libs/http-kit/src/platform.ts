@@ -95,7 +95,10 @@ export const platform = fp(
       routePrefix: '/docs',
       staticCSP: true,
       // Swagger UI sets inline styles at run time; its own CSP would block them.
-      transformStaticCSP: (header) => header.replace(/style-src 'self' https:/, "style-src 'self' https: 'unsafe-inline'"),
+      // No upgrade-insecure-requests: over plain HTTP on another host than localhost (a LAN address, a
+      // compose host) the browser would fetch the docs' assets over https and the page would break.
+      transformStaticCSP: (header) =>
+        header.replace(/style-src 'self' https:/, "style-src 'self' https: 'unsafe-inline'").replace(/\s*upgrade-insecure-requests;?/, ''),
       uiConfig: { docExpansion: 'list', deepLinking: true },
     });
 
@@ -111,7 +114,7 @@ export const platform = fp(
     });
     await app.register(helmet, {
       // Swagger UI sets its own CSP (staticCSP); pages we serve load only same-origin scripts.
-      contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'img-src': ["'self'", 'data:'] } },
+      contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'img-src': ["'self'", 'data:'], 'upgrade-insecure-requests': null } },
       crossOriginResourcePolicy: { policy: 'cross-origin' },
     });
     app.addHook('onSend', async (request, reply) => {

@@ -181,6 +181,16 @@ describe('one error path, three dialects', () => {
 });
 
 describe('operations endpoints and headers', () => {
+  test('no response asks browsers to upgrade to https (the services are served over plain HTTP)', async () => {
+    const app = await serviceWith(problemDetailsDialect);
+    for (const url of ['/docs', '/docs/static/index.html', '/healthz', '/nothing']) {
+      const csp = (await app.inject(url)).headers['content-security-policy'];
+      expect(csp).toMatch(/default-src 'self'/);
+      expect(csp).not.toMatch(/upgrade-insecure-requests/);
+    }
+    await app.close();
+  });
+
   test('readiness follows the check; liveness does not', async () => {
     let healthy = true;
     const app = await serviceWith(socialDialect, async () => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { Forbidden, NotFound } from '../errors';
-import { bearerSecurity, errors, parseId } from '../http';
+import { bearerSecurity, bodyErrors, errors, NoContent, parseId } from '../http';
 import { PageQuery, Paginated, pageRequest, paginate, parseTimestampCursor } from '../pagination';
 import { createUsersRepository } from '../users/repository';
 import { serializeUser } from '../users/serialize';
@@ -10,7 +10,6 @@ import { NewPost, Post, PostChanges, PostIdParams } from './schemas';
 
 const PostPage = Paginated(Post, 'PostPage');
 const UserIdParams = Type.Object({ id: Type.String({ description: 'A user id' }) });
-const NoContent = Type.Unsafe<void>({ description: 'No body' });
 const PAGING_NOTE = 'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
 
 const serializePost = (p: PostWithAuthor) => ({
@@ -45,7 +44,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/posts',
     {
       ...token,
-      schema: { tags: ['posts'], summary: 'Create a new post', security: bearerSecurity, body: NewPost, response: { 201: Post, ...errors(400, 401) } },
+      schema: { tags: ['posts'], summary: 'Create a new post', security: bearerSecurity, body: NewPost, response: { 201: Post, ...bodyErrors(401) } },
     },
     async (request, reply) => {
       const id = await posts.create(request.user.id, request.body.text, app.clock());
@@ -89,7 +88,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         security: bearerSecurity,
         params: PostIdParams,
         body: PostChanges,
-        response: { 200: Post, ...errors(400, 401, 403, 404) },
+        response: { 200: Post, ...bodyErrors(401, 403, 404) },
       },
     },
     async (request) => {

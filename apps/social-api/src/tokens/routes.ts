@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { BadRequest, FORM_CHALLENGE, NotFound, Unauthorized } from '../errors';
-import { basicSecurity, bearerSecurity, errors } from '../http';
+import { basicSecurity, bearerSecurity, bodyErrors, errors, NoContent } from '../http';
 import { createUsersRepository } from '../users/repository';
 import { passwordFingerprint } from './jwt';
 import { createMailer, resetPasswordMail } from './mailer';
@@ -27,7 +27,6 @@ function basicCredentials(header: string | undefined): { name: string; password:
   return { name: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-const NoContent = Type.Unsafe<void>({ description: 'No body' });
 
 const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, tokens } = app;
@@ -82,7 +81,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'refreshes do not log a browser out. A refresh token presented after it ended (expired, or already rotated and past the grace) ' +
           'revokes **every** token of its user: 401.',
         body: RefreshBody,
-        response: { 200: TokenPair, ...errors(400, 401) },
+        response: { 200: TokenPair, ...bodyErrors(401) },
       },
     },
     async (request, reply) => {
@@ -121,7 +120,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Mails a reset link (`PASSWORD_RESET_URL?token=...`, valid RESET_TOKEN_MINUTES, 15) to a known address: by SMTP when MAIL_SERVER ' +
           'is set, to the log otherwise. Always 204, so addresses cannot be probed.',
         body: ResetRequestBody,
-        response: { 204: NoContent, ...errors(400) },
+        response: { 204: NoContent, ...bodyErrors() },
       },
     },
     async (request, reply) => {
@@ -146,7 +145,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Sets a new password with the token from a reset link. A bad, expired or already used token is a 400 without `errors`. ' +
           'Chosen here: a link works once, and a reset ends every session of the user (their tokens are revoked).',
         body: ResetBody,
-        response: { 204: NoContent, ...errors(400) },
+        response: { 204: NoContent, ...bodyErrors() },
       },
     },
     async (request, reply) => {
@@ -192,7 +191,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Redirects (302) to the provider\'s authorization page with a random `state`, also kept in a signed HttpOnly cookie. ' +
           'Providers: `github` and `google` when their client ids are set, plus any in OAUTH2_PROVIDERS; others are 404.',
         params: OAuth2Params,
-        response: { 302: Type.Object({}, { description: 'Redirect to the provider (Location header)' }), ...errors(404) },
+        response: { 302: Type.Unsafe<void>({ type: 'null', description: 'Redirect to the provider (Location header)' }), ...errors(404) },
       },
     },
     async (request, reply) => {
@@ -216,7 +215,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'State mismatch, failed exchange or user lookup: 401.',
         params: OAuth2Params,
         body: OAuth2Body,
-        response: { 200: TokenPair, ...errors(400, 401, 404) },
+        response: { 200: TokenPair, ...bodyErrors(401, 404) },
       },
     },
     async (request, reply) => {

@@ -5,7 +5,7 @@ import { RequestValidationError } from '@platform/http-kit';
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
 import { BadRequest, Conflict, NotFound } from '../errors';
-import { bearerSecurity, errors, parseId } from '../http';
+import { bearerSecurity, bodyErrors, errors, NoContent, parseId } from '../http';
 import { PageQuery, Paginated, pageRequest, paginate, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
 import { NewUser, User, UserChanges, UserKeyParams } from './schemas';
@@ -13,7 +13,6 @@ import { serializeUser } from './serialize';
 
 const UserPage = Paginated(User, 'UserPage');
 const IdParams = Type.Object({ id: Type.String({ description: 'A user id' }) });
-const NoContent = Type.Unsafe<void>({ description: 'No body' });
 
 const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
 const differentError = (field: 'username' | 'email') => new RequestValidationError([{ field, message: DIFFERENT[field] }]);
@@ -54,7 +53,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Register a new user',
         description: 'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
         body: NewUser,
-        response: { 201: User, ...errors(400) },
+        response: { 201: User, ...bodyErrors() },
       },
     },
     async (request, reply) => {
@@ -132,7 +131,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'password (OAuth2, fake) set one through the reset flow.',
         security: bearerSecurity,
         body: UserChanges,
-        response: { 200: User, ...errors(400, 401) },
+        response: { 200: User, ...bodyErrors(401) },
       },
     },
     async (request) => {
