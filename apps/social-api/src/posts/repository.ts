@@ -39,15 +39,17 @@ const toPost = (r: Row): PostWithAuthor => ({
 });
 
 export function createPostsRepository(db: Kysely<SocialDatabase>) {
-  /** Posts joined with their authors; `authors` narrows to some authors (a user, or a feed). */
+  /** Posts joined with their authors. */
   const posts = () => db.selectFrom('posts as p').innerJoin('users', 'users.id', 'p.user_id');
 
-  type Narrow = <O>(q: SelectQueryBuilder<Joined & { users: SocialDatabase['users'] }, 'p' | 'users', O>) => SelectQueryBuilder<Joined & { users: SocialDatabase['users'] }, 'p' | 'users', O>;
+  /** Narrows posts to some authors (one user, or a feed); the posts table alone, so counts need no join. */
+  type Narrow = <O>(q: SelectQueryBuilder<Joined, 'p', O>) => SelectQueryBuilder<Joined, 'p', O>;
 
   /** Newest first, by timestamp then id; `after` = strictly older than the cursor. One page is one statement. */
   const newestFirst = (narrow: Narrow): PageSource<PostWithAuthor, Date> => ({
     async count(after) {
-      const row = await narrow(db.selectFrom('posts as p').innerJoin('users', 'users.id', 'p.user_id'))
+      // Every post has an author (a foreign key), so the count reads posts only.
+      const row = await narrow(db.selectFrom('posts as p'))
         .select((eb) => [
           eb.fn.countAll<string>().as('total'),
           after === undefined ? sql<string>`0`.as('at_or_before') : sql<string>`count(*) filter (where p.timestamp >= ${after})`.as('at_or_before'),
@@ -56,7 +58,12 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       return { total: Number(row.total), atOrBefore: Number(row.at_or_before) };
     },
     async page(request: PageRequest<Date>) {
-      let q = narrow(posts()).select(postWithAuthorColumns).orderBy('p.timestamp', 'desc').orderBy('p.id', 'desc').limit(request.limit);
+      let q = narrow(db.selectFrom('posts as p'))
+        .innerJoin('users', 'users.id', 'p.user_id')
+        .select(postWithAuthorColumns)
+        .orderBy('p.timestamp', 'desc')
+        .orderBy('p.id', 'desc')
+        .limit(request.limit);
       q = request.mode === 'after' ? q.where('p.timestamp', '<', request.after) : q.offset(request.offset);
       return (await q.execute()).map(toPost);
     },
