@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
+import { buildApp } from '../src/app';
 import { buildTestApp, type TestApp } from './support/app';
 
 /**
@@ -334,6 +335,33 @@ describe('OAuth2 login', () => {
     const failed = await start();
     expect((await finish('foo', { code: grant({ tokenStatus: 500 }), state: failed.state }, failed.cookie)).statusCode).toBe(401);
     expect((await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state: failed.state }, failed.cookie)).statusCode).toBe(401);
+  });
+
+  test('a spent state stays spent on every instance of the service (it is recorded in the database)', async () => {
+    const { state, cookie } = await start();
+    expect((await finish('foo', { code: grant({ userinfo: { email: 'twice@example.org' } }), state }, cookie)).statusCode).toBe(200);
+    // A second instance over the same database (same secret and providers), as behind a load balancer.
+    const other = await buildApp(t.config, { database: t.database, clock: t.clock.now });
+    try {
+      const replay = await other.inject({
+        method: 'POST',
+        url: '/api/tokens/oauth2/foo',
+        payload: { code: grant({ userinfo: { email: 'twice@example.org' } }), state },
+        headers: { cookie },
+      });
+      expect(replay.statusCode).toBe(401);
+      // ...while a fresh state started on the first instance finishes on the second.
+      const fresh = await start();
+      const login = await other.inject({
+        method: 'POST',
+        url: '/api/tokens/oauth2/foo',
+        payload: { code: grant({ userinfo: { email: 'twice@example.org' } }), state: fresh.state },
+        headers: { cookie: fresh.cookie },
+      });
+      expect(login.statusCode).toBe(200);
+    } finally {
+      await other.close();
+    }
   });
 
   test('a failed code exchange is a 401: provider 401, provider 500, or a 200 without access_token', async () => {

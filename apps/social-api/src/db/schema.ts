@@ -35,11 +35,18 @@ export interface TokensTable {
   refresh_expiration: Date;
 }
 
+/** OAuth2 states already presented (each works once), kept until they would have expired. */
+export interface SpentOAuth2StatesTable {
+  state: string;
+  expires: Date;
+}
+
 export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
   followers: FollowersTable;
   tokens: TokensTable;
+  spent_oauth2_states: SpentOAuth2StatesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -63,6 +63,16 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
       return Number(result.numDeletedRows);
     },
 
+    /**
+     * Spends an OAuth2 state: true the first time it is presented (on any instance), false after.
+     * Also forgets states that have expired by `now`.
+     */
+    async spendOAuth2State(state: string, expires: Date, now: Date): Promise<boolean> {
+      await db.deleteFrom('spent_oauth2_states').where('expires', '<=', now).execute();
+      const rows = await db.insertInto('spent_oauth2_states').values({ state, expires }).onConflict((oc) => oc.doNothing()).returning('state').execute();
+      return rows.length === 1;
+    },
+
     /** Forgets pairs whose refresh token ended more than a day before `now`. */
     async clean(now: Date): Promise<number> {
       const result = await db

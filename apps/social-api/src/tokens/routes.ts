@@ -166,19 +166,14 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   };
   const redirectUri = (name: string) => config.oauth2.redirectUri.replace('{provider}', name);
   const stateCookie = { path: STATE_COOKIE_PATH, httpOnly: true, secure: config.cookie.secure, sameSite: config.cookie.sameSite, signed: true } as const;
-  /** States already presented, until their cookie expires: a state cookie works once, even when replayed (this process only). */
-  const spentStates = new Map<string, number>();
-  /** Checks the signed `provider:expiry:state` cookie against the posted state, and spends the state. */
-  const takeState = (cookie: string | undefined, name: string, state: string): boolean => {
+  /** Checks the signed `provider:expiry:state` cookie against the posted state, and spends the state (it works once). */
+  const takeState = async (cookie: string | undefined, name: string, state: string): Promise<boolean> => {
     const saved = cookie ? app.unsignCookie(cookie) : undefined;
-    const now = app.clock().getTime();
-    for (const [spent, expiry] of spentStates) if (expiry <= now) spentStates.delete(spent);
     if (!saved?.valid || saved.value === null) return false;
     const [savedName, savedExpiry, savedState] = saved.value.split(':');
     const expiry = Number(savedExpiry);
-    if (savedName !== name || savedState !== state || !state || !(expiry > now) || spentStates.has(savedState)) return false;
-    spentStates.set(savedState, expiry);
-    return true;
+    if (savedName !== name || savedState !== state || !state || !(expiry > app.clock().getTime())) return false;
+    return tokens.spendOAuth2State(savedState, new Date(expiry));
   };
 
   app.get(
@@ -221,7 +216,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { provider: name } = request.params;
       const provider = providerNamed(name);
-      const valid = takeState(request.cookies[STATE_COOKIE], name, request.body.state);
+      const valid = await takeState(request.cookies[STATE_COOKIE], name, request.body.state);
       reply.clearCookie(STATE_COOKIE, stateCookie);
       if (!valid) throw new Unauthorized();
       const accessToken = await exchangeCode(provider, redirectUri(name), request.body.code);

@@ -71,6 +71,8 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
 
     revokeAll: (userId: number) => repo.revokeAll(userId),
 
+    spendOAuth2State: (state: string, expires: Date) => repo.spendOAuth2State(state, expires, clock()),
+
     issue,
   };
 }
