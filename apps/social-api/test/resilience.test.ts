@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { cuttableDatabase, type CuttableDatabase, type TcpProxy } from '@platform/db/testing';
+import { waitUntilReady } from '@platform/http-kit/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { basic } from './support/app';
@@ -58,13 +59,7 @@ describe('database outage', () => {
 
     proxy.restore();
 
-    const deadline = Date.now() + 15_000;
-    let readiness = 0;
-    while (Date.now() < deadline && readiness !== 200) {
-      readiness = (await app.inject('/readyz')).statusCode;
-      if (readiness !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(readiness).toBe(200);
+    expect(await waitUntilReady(app)).toBe(true);
 
     // The same token still works: nothing about the session was lost.
     expect((await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'after' } })).statusCode).toBe(201);

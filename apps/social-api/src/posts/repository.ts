@@ -70,9 +70,15 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
   });
 
   return {
-    async create(userId: number, text: string, timestamp: Date): Promise<number> {
-      const row = await db.insertInto('posts').values({ user_id: userId, text, timestamp }).returning('id').executeTakeFirstOrThrow();
-      return row.id;
+    /** Inserts a post and returns it with its author, in one statement. */
+    async create(userId: number, text: string, timestamp: Date): Promise<PostWithAuthor> {
+      const row = await db
+        .with('p', (w) => w.insertInto('posts').values({ user_id: userId, text, timestamp }).returningAll())
+        .selectFrom('p')
+        .innerJoin('users', 'users.id', 'p.user_id')
+        .select(postWithAuthorColumns)
+        .executeTakeFirstOrThrow();
+      return toPost(row);
     },
 
     async findById(id: number): Promise<PostWithAuthor | undefined> {

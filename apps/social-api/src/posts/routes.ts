@@ -1,15 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
 import { Forbidden, NotFound } from '../errors';
 import { bearerSecurity, bodyErrors, errors, NoContent, parseId } from '../http';
 import { PageQuery, Paginated, pageRequest, paginate, parseTimestampCursor } from '../pagination';
 import { createUsersRepository } from '../users/repository';
+import { UserIdParams } from '../users/schemas';
 import { serializeUser } from '../users/serialize';
 import { createPostsRepository, type PostWithAuthor } from './repository';
 import { NewPost, Post, PostChanges, PostIdParams } from './schemas';
 
 const PostPage = Paginated(Post, 'PostPage');
-const UserIdParams = Type.Object({ id: Type.String({ description: 'A user id' }) });
 const PAGING_NOTE = 'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
 
 const serializePost = (p: PostWithAuthor) => ({
@@ -47,8 +46,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { tags: ['posts'], summary: 'Create a new post', security: bearerSecurity, body: NewPost, response: { 201: Post, ...bodyErrors(401) } },
     },
     async (request, reply) => {
-      const id = await posts.create(request.user.id, request.body.text, app.clock());
-      return reply.status(201).send(serializePost((await posts.findById(id))!));
+      return reply.status(201).send(serializePost(await posts.create(request.user.id, request.body.text, app.clock())));
     },
   );
 

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
 import { SQLSTATE, sqlState } from '@platform/db';
 import { RequestValidationError } from '@platform/http-kit';
 import type { FieldError } from '@platform/schema';
@@ -8,11 +7,10 @@ import { BadRequest, Conflict, NotFound } from '../errors';
 import { bearerSecurity, bodyErrors, errors, NoContent, parseId } from '../http';
 import { PageQuery, Paginated, pageRequest, paginate, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
-import { NewUser, User, UserChanges, UserKeyParams } from './schemas';
+import { NewUser, User, UserChanges, UserIdParams, UserKeyParams } from './schemas';
 import { serializeUser } from './serialize';
 
 const UserPage = Paginated(User, 'UserPage');
-const IdParams = Type.Object({ id: Type.String({ description: 'A user id' }) });
 
 const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
 const differentError = (field: 'username' | 'email') => new RequestValidationError([{ field, message: DIFFERENT[field] }]);
@@ -180,7 +178,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           summary: summaries[1],
           description: FOLLOW_LIST_NOTE,
           security: bearerSecurity,
-          params: IdParams,
+          params: UserIdParams,
           querystring: PageQuery,
           response: { 200: UserPage, ...errors(400, 401, 404) },
         },
@@ -201,7 +199,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Check whether a user is followed',
         description: '204 when you follow the user; 404 when you do not, or there is no such user.',
         security: bearerSecurity,
-        params: IdParams,
+        params: UserIdParams,
         response: { 204: NoContent, ...errors(401, 404) },
       },
     },
@@ -221,7 +219,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Follow a user',
         description: '409 when already followed. Following yourself is allowed (as in the Flask backend).',
         security: bearerSecurity,
-        params: IdParams,
+        params: UserIdParams,
         response: { 204: NoContent, ...errors(401, 404, 409) },
       },
     },
@@ -246,7 +244,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Unfollow a user',
         description: '409 when not followed.',
         security: bearerSecurity,
-        params: IdParams,
+        params: UserIdParams,
         response: { 204: NoContent, ...errors(401, 404, 409) },
       },
     },

@@ -53,3 +53,5 @@ export type UserChanges = Static<typeof UserChanges>;
 
 /** `/users/<id>` or `/users/<username>`: digits are an id, anything else a username. */
 export const UserKeyParams = Type.Object({ id: Type.String({ description: 'A user id, or a username' }) });
+/** `/users/<id>/...`, `/me/following/<id>`: digits only (anything else is a 404, as Flask's `<int:id>`). */
+export const UserIdParams = Type.Object({ id: Type.String({ description: 'A user id' }) });
