@@ -1,6 +1,6 @@
 // Shared Jest settings. @swc/jest strips types only (run `tsc` through the typecheck target);
 // ESM-only dependencies are transformed to CommonJS because Jest on Node 20 cannot require() them.
-const esmOnly = ['cookie', 'content-disposition', '@faker-js/faker', 'typebox'];
+const esmOnly = ['@faker-js/faker', 'typebox'];
 
 module.exports = {
   testEnvironment: 'node',
@@ -19,4 +19,7 @@ module.exports = {
   // Workspace libraries resolve to their TypeScript sources under test (no build needed).
   testEnvironmentOptions: { customExportConditions: ['@platform/source', 'node', 'node-addons'] },
   testTimeout: 30000,
+  // Without DATABASE_URL: the local PostgreSQL server for the whole run (see libs/db/src/local-server.ts).
+  globalSetup: `${__dirname}/libs/db/src/testing/jest-global-setup.ts`,
+  globalTeardown: `${__dirname}/libs/db/src/testing/jest-global-teardown.ts`,
 };

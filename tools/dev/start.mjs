@@ -1,6 +1,8 @@
-// Starts every service that exists under apps/ (built to dist/), each on its default port with
-// its own embedded database under .data/<service> unless DATABASE_URL is set, with readable logs.
-// Ctrl-C (or SIGTERM) stops them gracefully.
+// Starts every service that exists under apps/ (built to dist/), each on its default port, with
+// readable logs. Without DATABASE_URL it first starts (or joins) the local PostgreSQL server of
+// DATA_DIR (default .data/postgres), which the services, CLI commands and tests then share, each in
+// its own schema. Ctrl-C (or SIGTERM) stops the services gracefully, then that server (unless some
+// other process, a seed or a test run, still uses it: the last one to leave stops it).
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -17,6 +19,22 @@ if (missing.length) {
   process.exit(1);
 }
 
+const dbLabel = `\x1b[90m${'postgres'.padEnd(14)}\x1b[0m │ `;
+let localServer;
+if (!process.env.DATABASE_URL) {
+  const { default: db } = await import('@platform/db');
+  const port = process.env.LOCAL_PG_PORT ? Number(process.env.LOCAL_PG_PORT) : undefined;
+  try {
+    localServer = await db.ensureLocalServer({ dataDir: db.localDataDir(process.env.DATA_DIR), port });
+  } catch (error) {
+    console.error(`${dbLabel}${error.message}`);
+    process.exit(1);
+  }
+  process.stdout.write(
+    `${dbLabel}PostgreSQL ${db.LOCAL_PG_MAJOR} ${localServer.started ? 'started' : 'already running'} on 127.0.0.1:${localServer.port} (data: ${localServer.dataDir})\n`,
+  );
+}
+
 const colours = [36, 35, 33, 32, 34];
 const children = apps.map((name, i) => {
   const label = `\x1b[${colours[i % colours.length]}m${name.padEnd(14)}\x1b[0m │ `;
@@ -24,6 +42,9 @@ const children = apps.map((name, i) => {
     cwd: root,
     env: { LOG_FORMAT: 'pretty', ...process.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: a terminal's Ctrl-C reaches this launcher only, which then asks each
+    // service once (a second signal would make a service skip its graceful shutdown).
+    detached: true,
   });
   const prefix = (stream, out) => {
     let rest = '';
@@ -55,4 +76,8 @@ function stop(signal, code = 0) {
 process.on('SIGINT', () => stop('SIGTERM'));
 process.on('SIGTERM', () => stop('SIGTERM'));
 await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r)))));
+if (localServer) {
+  const { stopped } = await localServer.release();
+  process.stdout.write(`${dbLabel}${stopped ? 'stopped' : 'left running: other processes still use it'}\n`);
+}
 process.exit(exitCode);

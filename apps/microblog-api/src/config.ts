@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { parseEnv } from '@platform/schema';
-import { serviceConfig, serviceEnv, workspaceDataDir, type ServiceConfig } from '@platform/http-kit';
+import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
 
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
-  ...serviceEnv({ port: 8887, schema: 'microblog', dataDir: workspaceDataDir(__dirname, 'microblog') }),
+  ...serviceEnv({ port: 8887, schema: 'microblog' }),
   WRITE_RATE_LIMIT: Type.Integer({ minimum: 1, default: 60, description: 'Writes per minute per client address' }),
 });
 

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { parseEnv } from '@platform/schema';
-import { EnvFlag, isOn, serviceConfig, serviceEnv, workspaceDataDir, type ServiceConfig } from '@platform/http-kit';
+import { EnvFlag, isOn, serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
 
 export const DEFAULT_SECRET_KEY = 'top-secret!';
 
 /** The service's environment, one schema: names and defaults are the Flask backend's. */
 export const EnvSchema = Type.Object({
-  ...serviceEnv({ port: 5000, schema: 'social', dataDir: workspaceDataDir(__dirname, 'social') }),
+  ...serviceEnv({ port: 5000, schema: 'social' }),
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development',
     description: 'production: Secure/SameSite=None cookies with CORS, refuses the default SECRET_KEY and DISABLE_AUTH',

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { parseEnv } from '@platform/schema';
-import { EnvFlag, isOn, serviceConfig, serviceEnv, workspaceDataDir, type ServiceConfig } from '@platform/http-kit';
+import { EnvFlag, isOn, serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
 
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
-  ...serviceEnv({ port: 8080, schema: 'workspace', dataDir: workspaceDataDir(__dirname, 'workspace') }),
+  ...serviceEnv({ port: 8080, schema: 'workspace' }),
   BOOTSTRAP_API_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9]{1,64}$' })),
   BOOTSTRAP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   ENFORCE_PASSWORD_RULES_ON_CREATE: EnvFlag(false),

@@ -1,26 +1,26 @@
-import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
 import { Pool } from 'pg';
-import { PGliteDialect } from 'kysely-pglite-dialect';
+import { ensureLocalServer, localDataDir } from './local-server';
 
 export interface DatabaseConfig {
-  /** A PostgreSQL connection string; when absent an embedded PGlite database is used. */
+  /** A PostgreSQL connection string; when absent the local PostgreSQL server of `dataDir` is used. */
   url?: string;
-  /** Embedded database directory; absent means an in-memory database (tests). Ignored with `url`. */
+  /** The local server's data directory (`DATA_DIR`: empty = `<root>/.data/postgres`, relative = from the root). Ignored with `url`. */
   dataDir?: string;
+  /** The local server's port when this process starts it (`LOCAL_PG_PORT`). Ignored with `url`. */
+  localPort?: number;
   /** The Postgres schema the service owns; queries and migrations never name it. */
   schema: string;
-  /** Pool size for PostgreSQL. */
+  /** Pool size. */
   poolMax?: number;
-  /** How long a request waits for a PostgreSQL connection before the database counts as unavailable. */
+  /** How long a request waits for a connection before the database counts as unavailable. */
   connectTimeoutMs?: number;
-  /** Embedded only: how often planner statistics are refreshed (PGlite has no autovacuum). */
-  analyzeEveryMs?: number;
 }
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
-  readonly kind: 'postgres' | 'embedded';
+  /** `local`: the repository's own PostgreSQL server (no DATABASE_URL); `postgres`: the one DATABASE_URL names. */
+  readonly kind: 'postgres' | 'local';
   readonly schema: string;
   /** Resolves when the database answers a trivial query, rejects otherwise. */
   ping(timeoutMs?: number): Promise<void>;
@@ -40,14 +40,22 @@ export function assertSchemaName(schema: string): void {
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid schema name: ${JSON.stringify(schema)}`);
 }
 
+/**
+ * Opens a pool on the service's schema: on the PostgreSQL `url` names, or else on the local server
+ * (found running or started, see local-server.ts). Both are the same code path from here on.
+ */
 export async function openDatabase<DB>(config: DatabaseConfig, options: OpenDatabaseOptions = {}): Promise<Database<DB>> {
   assertSchemaName(config.schema);
-  return config.url ? openPostgres<DB>(config, options) : openEmbedded<DB>(config, options);
+  if (config.url) return openPool<DB>(config.url, 'postgres', config, options);
+  const server = await ensureLocalServer({ dataDir: localDataDir(config.dataDir), port: config.localPort });
+  return openPool<DB>(server.url, 'local', config, options, async () => {
+    await server.release();
+  });
 }
 
-function openPostgres<DB>(config: DatabaseConfig, options: OpenDatabaseOptions): Database<DB> {
+function openPool<DB>(url: string, kind: Database<DB>['kind'], config: DatabaseConfig, options: OpenDatabaseOptions, afterDestroy?: () => Promise<void>): Database<DB> {
   const pool = new Pool({
-    connectionString: config.url,
+    connectionString: url,
     max: config.poolMax ?? 10,
     connectionTimeoutMillis: config.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
@@ -61,29 +69,7 @@ function openPostgres<DB>(config: DatabaseConfig, options: OpenDatabaseOptions):
   pool.on('error', onError);
   pool.on('connect', (client) => client.on('error', onError));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
-  return wrap(db, 'postgres', config.schema);
-}
-
-async function openEmbedded<DB>(config: DatabaseConfig, options: OpenDatabaseOptions): Promise<Database<DB>> {
-  // PGlite is ESM-first and loads its WebAssembly lazily; a dynamic import keeps start-up cheap
-  // for services that run on PostgreSQL.
-  const { PGlite } = await import('@electric-sql/pglite');
-  if (config.dataDir) mkdirSync(config.dataDir, { recursive: true });
-  const pglite = await PGlite.create(config.dataDir);
-  // One connection for the database's life, so a session setting is enough.
-  await pglite.exec(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"; SET search_path TO "${config.schema}";`);
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite as never), log: options.onQuery });
-  // PGlite has no autovacuum: without statistics the planner picks scan-and-sort plans that grow
-  // with the tables. Refresh them now (data from earlier runs) and every few minutes, through
-  // Kysely so the statement waits its turn on the single connection.
-  const analyze = () => sql`analyze`.execute(db).catch(() => undefined);
-  await analyze();
-  const timer = setInterval(analyze, config.analyzeEveryMs ?? 5 * 60_000).unref();
-  // Kysely's destroy already closes PGlite through the dialect; close again only if it did not.
-  return wrap(db, 'embedded', config.schema, async () => {
-    clearInterval(timer);
-    if (!pglite.closed) await pglite.close();
-  });
+  return wrap(db, kind, config.schema, afterDestroy);
 }
 
 function wrap<DB>(db: Kysely<DB>, kind: Database<DB>['kind'], schema: string, afterDestroy?: () => Promise<void>): Database<DB> {

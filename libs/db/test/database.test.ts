@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql, type Generated, type Kysely, type Migration } from 'kysely';
 import { isDatabaseUnavailable, migrateToLatest, openDatabase, sqlState, SQLSTATE, type Database } from '../src';
-import { dropSchema, startEmbeddedServer, testDatabase } from '../src/testing';
+import { dropSchema, testDatabase } from '../src/testing';
 
 const migrations: Record<string, Migration> = {
   '2026-01-01T0000_notes': {
@@ -15,43 +12,14 @@ const migrations: Record<string, Migration> = {
 type Notes = { notes: { id: Generated<number>; body: string } };
 
 /** Two services sharing one database: each in its own schema, never naming it. */
-describe.each([
-  ['the database DATABASE_URL names (or embedded over the wire when unset)', 'network'],
-  ['an embedded database file', 'file'],
-] as const)('per-service schemas on %s', (_label, mode) => {
+describe('per-service schemas on one PostgreSQL', () => {
   let a: Database<Notes>;
   let b: Database<Notes>;
   const cleanups: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
-    if (mode === 'file') {
-      const dir = mkdtempSync(join(tmpdir(), 'db-lib-'));
-      cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-      // One process owns an embedded data directory: both schemas through one connection in turn.
-      a = await openDatabase<Notes>({ dataDir: dir, schema: 'svc_a' });
-      await migrateToLatest(a.db, 'svc_a', migrations);
-      await a.db.insertInto('notes').values({ body: 'from a' }).execute();
-      await a.close();
-      b = await openDatabase<Notes>({ dataDir: dir, schema: 'svc_b' });
-      await migrateToLatest(b.db, 'svc_b', migrations);
-      await b.db.insertInto('notes').values({ body: 'from b' }).execute();
-      await b.close();
-      a = await openDatabase<Notes>({ dataDir: dir, schema: 'svc_a' });
-      b = a; // reopened: persistence is checked below
-      return;
-    }
-    const urlFor = async (schema: string) => {
-      if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
-      const server = await startEmbeddedServer(schema); // one schema per embedded server
-      cleanups.push(() => server.stop());
-      return server.url;
-    };
-    const sa = testDatabase('svc_a', { DATABASE_URL: await urlFor('svc_a') });
-    const sb = testDatabase('svc_b', { DATABASE_URL: await urlFor('svc_b') });
-    if (!process.env.DATABASE_URL) {
-      sa.config.schema = 'svc_a';
-      sb.config.schema = 'svc_b';
-    }
+    const sa = testDatabase('svc_a');
+    const sb = testDatabase('svc_b');
     cleanups.push(sa.cleanup, sb.cleanup);
     a = await openDatabase<Notes>({ ...sa.config, poolMax: 2 });
     b = await openDatabase<Notes>({ ...sb.config, poolMax: 2 });
@@ -63,22 +31,17 @@ describe.each([
 
   afterAll(async () => {
     await a?.close();
-    if (b !== a) await b?.close();
+    await b?.close();
     for (const c of cleanups.reverse()) await c();
   });
 
   test('same table names, separate data, migration bookkeeping inside each schema', async () => {
     expect(await a.db.selectFrom('notes').select('body').execute()).toEqual([{ body: 'from a' }]);
-    if (mode === 'network') expect(await b.db.selectFrom('notes').select('body').execute()).toEqual([{ body: 'from b' }]);
+    expect(await b.db.selectFrom('notes').select('body').execute()).toEqual([{ body: 'from b' }]);
     const { rows } = await sql<{ table_schema: string; table_name: string }>`
       select table_schema, table_name from information_schema.tables
-      where table_schema like 'svc_%' order by table_schema, table_name`.execute(a.db);
+      where table_schema in (${a.schema}, ${b.schema}) order by table_schema, table_name`.execute(a.db);
     const names = rows.map((r) => `${r.table_schema.replace(/_test_[0-9a-f]+$/, '')}.${r.table_name}`);
-    // Over the wire without DATABASE_URL each schema lives in its own embedded server.
-    if (mode === 'network' && !process.env.DATABASE_URL) {
-      expect(names).toEqual(['svc_a.kysely_migration', 'svc_a.kysely_migration_lock', 'svc_a.notes']);
-      return;
-    }
     expect(names).toEqual(['svc_a.kysely_migration', 'svc_a.kysely_migration_lock', 'svc_a.notes', 'svc_b.kysely_migration', 'svc_b.kysely_migration_lock', 'svc_b.notes']);
     expect(await sql<{ n: string }>`select count(*)::text as n from pg_catalog.pg_tables where schemaname = 'public' and tablename = 'notes'`.execute(a.db)).toMatchObject({ rows: [{ n: '0' }] });
   });
@@ -90,25 +53,6 @@ describe.each([
     expect(isDatabaseUnavailable(duplicate)).toBe(false);
     await expect(a.ping()).resolves.toBeUndefined();
   });
-});
-
-describe('embedded database maintenance', () => {
-  test('statistics exist for data written before the database was opened (PGlite has no autovacuum)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'db-analyze-'));
-    try {
-      let db = await openDatabase<Notes>({ dataDir: dir, schema: 'stats' });
-      await migrateToLatest(db.db, 'stats', migrations);
-      await db.db.insertInto('notes').values(Array.from({ length: 50 }, (_, i) => ({ body: `n${i}` }))).execute();
-      await db.close();
-      db = await openDatabase<Notes>({ dataDir: dir, schema: 'stats' });
-      const { rows } = await sql<{ reltuples: number }>`
-        select reltuples from pg_class where relname = 'notes' and relnamespace = 'stats'::regnamespace`.execute(db.db);
-      await db.close();
-      expect(rows[0].reltuples).toBe(50); // -1 would mean "never analysed": the planner guesses
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 30_000);
 });
 
 describe('openDatabase and helpers', () => {
@@ -138,11 +82,11 @@ describe('openDatabase and helpers', () => {
     expect(isDatabaseUnavailable(error)).toBe(expected);
   });
 
-  test('testDatabase: a unique schema per call on PostgreSQL, in-memory otherwise', () => {
+  test('testDatabase: a unique schema per call; no PostgreSQL named is a clear error', () => {
     const pg1 = testDatabase('svc', { DATABASE_URL: 'postgres://h/db' });
     const pg2 = testDatabase('svc', { DATABASE_URL: 'postgres://h/db' });
     expect(pg1.config.schema).toMatch(/^svc_test_[0-9a-f]{10}$/);
     expect(pg1.config.schema).not.toBe(pg2.config.schema);
-    expect(testDatabase('svc', {}).config).toEqual({ schema: 'svc' });
+    expect(() => testDatabase('svc', {})).toThrow(/no DATABASE_URL/);
   });
 });

@@ -1,6 +1,5 @@
-import { resolve } from 'node:path';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import type { DatabaseConfig } from '@platform/db';
+import { DEFAULT_LOCAL_PG_PORT, type DatabaseConfig } from '@platform/db';
 
 /** A boolean variable: yes/no, on/off, 1/0 or true/false (an empty value means the default). */
 export const EnvFlag = (fallback: boolean, description?: string) =>
@@ -15,12 +14,13 @@ export const isOn = (value: boolean | string) => value === true || value === 'ye
  * The environment every service reads, with its own defaults; a service spreads these properties
  * into its schema next to its own variables.
  */
-export function serviceEnv(defaults: { port: number; schema: string; dataDir: string }) {
+export function serviceEnv(defaults: { port: number; schema: string }) {
   return {
     PORT: Type.Integer({ minimum: 0, maximum: 65535, default: defaults.port }),
     HOST: Type.String({ default: '127.0.0.1', description: 'Use 0.0.0.0 in containers' }),
-    DATABASE_URL: Type.Optional(Type.String({ description: 'PostgreSQL connection string; unset: embedded database' })),
-    DATA_DIR: Type.String({ default: defaults.dataDir, description: 'Embedded database directory' }),
+    DATABASE_URL: Type.Optional(Type.String({ description: 'PostgreSQL connection string; unset: the local PostgreSQL server of DATA_DIR' })),
+    DATA_DIR: Type.String({ default: '', description: 'Local PostgreSQL data directory (unset: <root>/.data/postgres; relative: from the repository root)' }),
+    LOCAL_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: DEFAULT_LOCAL_PG_PORT, description: 'Port of the local PostgreSQL server when a process starts it' }),
     DB_SCHEMA: Type.String({ default: defaults.schema, pattern: '^[a-z_][a-z0-9_]*$' }),
     DB_POOL_MAX: Type.Integer({ minimum: 1, default: 10 }),
     MIGRATE_ON_START: EnvFlag(true),
@@ -49,7 +49,7 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
   return {
     port: e.PORT,
     host: e.HOST,
-    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DB_SCHEMA, poolMax: e.DB_POOL_MAX },
+    database: { url: e.DATABASE_URL || undefined, dataDir: e.DATA_DIR, localPort: e.LOCAL_PG_PORT, schema: e.DB_SCHEMA, poolMax: e.DB_POOL_MAX },
     migrateOnStart: isOn(e.MIGRATE_ON_START),
     corsOrigins: e.CORS_ORIGINS.trim() === '*' ? '*' : e.CORS_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
     trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
@@ -57,9 +57,3 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
     logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',
   };
 }
-
-/**
- * `<workspace root>/.data/<name>` seen from a service's src/ or dist/ folder (both one level under
- * the app), so `npm start` (run at the root) and nx targets (run in the project) share one database.
- */
-export const workspaceDataDir = (appSourceDir: string, name: string) => resolve(appSourceDir, '..', '..', '..', '.data', name);

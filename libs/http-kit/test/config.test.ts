@@ -3,13 +3,13 @@ import { parseEnv } from '@platform/schema';
 import { EnvFlag, isOn, serviceConfig, serviceEnv } from '../src';
 
 describe('service configuration', () => {
-  const schema = Type.Object({ ...serviceEnv({ port: 1234, schema: 'svc', dataDir: '/tmp/svc' }), EXTRA: EnvFlag(false) });
+  const schema = Type.Object({ ...serviceEnv({ port: 1234, schema: 'svc' }), EXTRA: EnvFlag(false) });
 
-  test('defaults: embedded database, migrations on, any origin, JSON logs', () => {
+  test('defaults: the local PostgreSQL server, migrations on, any origin, JSON logs', () => {
     expect(serviceConfig(parseEnv(schema, {}))).toEqual({
       port: 1234,
       host: '127.0.0.1',
-      database: { url: undefined, dataDir: '/tmp/svc', schema: 'svc', poolMax: 10 },
+      database: { url: undefined, dataDir: '', localPort: 54329, schema: 'svc', poolMax: 10 },
       migrateOnStart: true,
       corsOrigins: '*',
       trustProxy: false,

@@ -1,25 +1,31 @@
 export * from './tcp-proxy';
-export * from './embedded-server';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { assertSchemaName, type DatabaseConfig } from '../connection';
-import { startEmbeddedServer } from './embedded-server';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
 export interface TestDatabase {
-  config: DatabaseConfig;
-  /** Drops what `testDatabase` created (a no-op for the embedded database, which lives in memory). */
+  config: DatabaseConfig & { url: string };
+  /** Drops the schema `testDatabase` named. */
   cleanup(): Promise<void>;
 }
 
 /**
- * A fresh database for one test file: on real PostgreSQL (when `DATABASE_URL` is set) a new,
- * uniquely named schema that is dropped afterwards, so test files run in parallel; otherwise a new
- * in-memory embedded database.
+ * The PostgreSQL the tests use: `DATABASE_URL` as given, or (in `npm test` without it) the local
+ * server that Jest's global setup started or joined and handed over in `DATABASE_URL`.
+ */
+export function testDatabaseUrl(env: NodeJS.ProcessEnv = process.env): string {
+  const url = env.DATABASE_URL;
+  if (!url) throw new Error('no DATABASE_URL: run tests through Jest with the workspace preset (its global setup provides the local PostgreSQL)');
+  return url;
+}
+
+/**
+ * A fresh database for one test file: a new, uniquely named schema of the test PostgreSQL, dropped
+ * afterwards, so test files run in parallel and never touch a service's real data.
  */
 export function testDatabase(service: string, env: NodeJS.ProcessEnv = process.env): TestDatabase {
-  const url = env.DATABASE_URL;
-  if (!url) return { config: { schema: service }, cleanup: async () => undefined };
+  const url = testDatabaseUrl(env);
   const schema = `${service}_test_${randomBytes(5).toString('hex')}`;
   assertSchemaName(schema);
   return {
@@ -40,22 +46,20 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
 }
 
 export interface CuttableDatabase {
-  /** Connects through the proxy: a real PostgreSQL schema, or the embedded database over the wire. */
+  /** Connects through the proxy to a fresh schema of the test PostgreSQL. */
   config: DatabaseConfig;
   proxy: TcpProxy;
-  /** Closes the proxy, stops the embedded server and drops the schema. */
+  /** Closes the proxy and drops the schema. */
   close(): Promise<void>;
 }
 
 /**
- * A fresh database for one test file behind a TCP proxy the test can cut and restore: real
- * PostgreSQL (a new schema) when DATABASE_URL is set, else the embedded database served over the
- * wire protocol. For outage tests of a service's whole stack (driver, pool, error path).
+ * A fresh database for one test file behind a TCP proxy the test can cut and restore, for outage
+ * tests of a service's whole stack (driver, pool, error path).
  */
 export async function cuttableDatabase(service: string, env: NodeJS.ProcessEnv = process.env): Promise<CuttableDatabase> {
   const fresh = testDatabase(service, env);
-  const embedded = fresh.config.url ? undefined : await startEmbeddedServer(fresh.config.schema);
-  const target = new URL(fresh.config.url ?? embedded!.url);
+  const target = new URL(fresh.config.url);
   const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   const viaProxy = new URL(target);
   viaProxy.host = `127.0.0.1:${proxy.port}`;
@@ -64,7 +68,6 @@ export async function cuttableDatabase(service: string, env: NodeJS.ProcessEnv =
     proxy,
     async close() {
       await proxy.close();
-      await embedded?.stop();
       await fresh.cleanup();
     },
   };
