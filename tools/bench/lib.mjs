@@ -195,17 +195,17 @@ export function ensureBuild({ project, required, sources, force }) {
 // Throw-away database.
 
 /**
- * A database for one run. With `databaseUrl`: a fresh schema `<name>_bench_<random>`, created now
- * and dropped at the end. Without: a PGlite data directory in the temp dir (schema `<name>`), deleted
- * at the end. Returns the `@platform/db` config (`poolMax` small: the bench's own connection).
+ * A database for one run: a fresh schema `<name>_bench_<random>` of the PostgreSQL `databaseUrl`
+ * names, or else of the local PostgreSQL server (started or joined, left at the end), created now
+ * and dropped at the end. Returns the `@platform/db` config (`poolMax` small: the bench's own connection).
  */
 export async function throwAwayDatabase(name, databaseUrl) {
+  const { openDatabase, ensureLocalServer, localDataDir } = require('@platform/db');
   if (!databaseUrl) {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), `${name}-bench-`));
-    onCleanup(() => rmSync(dataDir, { recursive: true, force: true }));
-    return { dataDir, schema: name };
+    const server = await ensureLocalServer({ dataDir: localDataDir(process.env.DATA_DIR) });
+    onCleanup(() => server.release());
+    databaseUrl = server.url;
   }
-  const { openDatabase } = require('@platform/db');
   const { sql } = require('kysely');
   const schema = `${name}_bench_${randomBytes(4).toString('hex')}`;
   const onAdmin = async (run) => {
@@ -228,22 +228,13 @@ export async function throwAwayDatabase(name, databaseUrl) {
 
 /** The environment of a service (or its command line) on that database: ours, with its DB variables. */
 export function databaseEnv(config, extra = {}) {
-  const env = { ...process.env, DB_SCHEMA: config.schema, ...extra };
-  if (config.url) {
-    env.DATABASE_URL = config.url;
-    delete env.DATA_DIR;
-  } else {
-    delete env.DATABASE_URL;
-    env.DATA_DIR = config.dataDir;
-  }
-  return env;
+  return { ...process.env, DB_SCHEMA: config.schema, DATABASE_URL: config.url, ...extra };
 }
 
 /** The database section of a report: no data directory, no password. */
 export const reportedDatabase = (db, databaseUrl) => ({
   ...db,
-  dataDir: undefined,
-  url: databaseUrl ? databaseUrl.replace(/\/\/[^@/]*@/, '//***@') : undefined,
+  url: databaseUrl ? databaseUrl.replace(/\/\/[^@/]*@/, '//***@') : 'the local PostgreSQL server',
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -525,11 +516,8 @@ export async function runScenarios(scenarios, opts) {
       serverCpuMsPerRequest:
         cpuBefore === null ? null : round((serverCpu * 1000) / Math.max(1, result.requests.total), 3),
       serverCpuPercentOfOneCore: cpuBefore === null ? null : round((serverCpu / result.duration) * 100, 1),
-      // Local PostgreSQL processes (all of them: other users of the server count too); the embedded
-      // database runs inside the service process and is part of serverCpu instead.
-      postgresCpuMsPerRequest: opts.databaseUrl
-        ? round((pgCpu * 1000) / Math.max(1, result.requests.total), 3)
-        : null,
+      // Local PostgreSQL processes (all of them: other users of the server count too).
+      postgresCpuMsPerRequest: round((pgCpu * 1000) / Math.max(1, result.requests.total), 3),
       loadGeneratorCpuPercentOfOneCore: round((ownCpuSeconds / result.duration) * 100, 1),
       // Everything else on the machine during the run (other users' work skews the figures).
       otherCpuPercentOfOneCore:
@@ -640,7 +628,7 @@ export function printReport(report, file, { title, seeded, notes = [] }) {
   const { database: db, machine, options: o } = report;
   console.log('');
   console.log(
-    `${title} — ${db.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'} (${String(db.version).split(' on ')[0].split(',')[0]}), ` +
+    `${title} — ${db.kind === 'postgres' ? 'PostgreSQL' : 'the local PostgreSQL'} (${String(db.version).split(' on ')[0].split(',')[0]}), ` +
       `${seeded}, ${o.connections} connections, ${o.duration}s per scenario after ${o.warmup}s warm-up`,
   );
   console.log(

@@ -18,14 +18,14 @@ const USAGE = `usage: npm run bench -- [--posts=10000] [--duration=10] [--connec
   --build        rebuild microblog-api (and its libs) even if dist/ exists
   --cpu-prof     write a V8 CPU profile of the service to tools/bench/results/ (slows it down a little)
   DATABASE_URL   PostgreSQL to use (a fresh schema microblog_bench_<random>, dropped at the end);
-                 unset: an embedded PGlite database in a temp directory, deleted at the end`;
+                 unset: a fresh schema of the local PostgreSQL server, dropped at the end`;
 
 const options = () =>
   lib.benchOptions(USAGE, {
     posts: { env: 'BENCH_POSTS', fallback: 10_000 },
   });
 
-/** Seeds the throw-away database (schema or temp data dir) with the built modules, in this process. */
+/** Seeds the throw-away database (a fresh schema) with the built modules, in this process. */
 async function prepareDatabase(opts) {
   const { openDatabase, migrateToLatest } = lib.require('@platform/db');
   const { sql } = lib.require('kysely');
@@ -40,9 +40,8 @@ async function prepareDatabase(opts) {
     const seeded = await seedDemoData(database.db, opts.posts);
     const seedSeconds = (performance.now() - started) / 1000;
     // PostgreSQL's autovacuum analyzes freshly bulk-loaded tables within a minute; do it now so the
-    // plans do not change halfway through the run. PGlite has no autovacuum: the embedded service
-    // keeps whatever plans it gets without statistics, so the bench leaves it that way too.
-    if (database.kind === 'postgres') await sql`analyze`.execute(database.db);
+    // plans do not change halfway through the run.
+    await sql`analyze`.execute(database.db);
     const stats = (
       await sql`select min(id) as min_id, max(id) as max_id, count(*)::int as posts,
         (select count(*)::int from replies) as replies,
@@ -68,7 +67,7 @@ async function prepareDatabase(opts) {
         oldestId: stats.min_id,
         deepBefore: deep.id,
         seedSeconds: lib.round(seedSeconds, 1),
-        analyzed: database.kind === 'postgres',
+        analyzed: true,
         seededReplies: seeded.replies,
       },
     };
@@ -97,7 +96,7 @@ async function bench(opts) {
   });
 
   lib.log(
-    `seeding ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'embedded PGlite (temp dir)'} ...`,
+    `seeding ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} ...`,
   );
   const { config, info: db } = await prepareDatabase(opts);
   lib.log(`seeded ${db.posts} posts, ${db.replies} replies in ${db.seedSeconds}s (not measured)`);

