@@ -1,7 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '@platform/db';
@@ -15,13 +13,11 @@ const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
 /** The command line, run as people run it (`npm run seed:microblog` calls `cli.ts seed`). */
 describe('microblog-api command line', () => {
   const fresh = testDatabase('microblog');
-  const dataDir = mkdtempSync(join(tmpdir(), 'microblog-cli-'));
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const env = { ...inherited, NODE_OPTIONS: '', DATA_DIR: dataDir, DB_SCHEMA: fresh.config.schema, ...(fresh.config.url ? { DATABASE_URL: fresh.config.url } : {}) };
+  const env = { ...inherited, NODE_OPTIONS: '', DB_SCHEMA: fresh.config.schema, DATABASE_URL: fresh.config.url };
   const cli = (...args: string[]) => run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
 
   afterAll(async () => {
-    rmSync(dataDir, { recursive: true, force: true });
     await fresh.cleanup();
   });
 
@@ -35,7 +31,7 @@ describe('microblog-api command line', () => {
     const [, posts, replies] = stdout.match(/(\d+) posts, (\d+) replies added\./) ?? [];
     expect(Number(posts)).toBe(120);
 
-    const database = await openDatabase<MicroblogDatabase>({ ...fresh.config, dataDir });
+    const database = await openDatabase<MicroblogDatabase>(fresh.config);
     try {
       const rows = await database.db.selectFrom('posts').selectAll().execute();
       expect(rows).toHaveLength(120);

@@ -49,7 +49,7 @@ const LEAKS = [
   /node_modules/,
   /"stack"/,
   /\b(select|insert|update|delete)\b[\s\S]*\b(from|into|set|where)\b/i,
-  /\b(relation|column|syntax error|violates|constraint|postgres|pglite|kysely)\b/i,
+  /\b(relation|column|syntax error|violates|constraint|postgres|kysely)\b/i,
 ];
 
 /** The RFC 9457 body every error has: exactly type/title/status/detail, plus errors on validation failures. */

@@ -7,8 +7,8 @@ import { loadConfig } from '../src/config';
 /**
  * The database goes away while the service runs: it answers 503 in its error format, readiness
  * fails, liveness does not, and it recovers by itself when the database returns — no restart.
- * The outage is a TCP proxy the test cuts, in front of real PostgreSQL (DATABASE_URL) or of the
- * embedded database served over the wire protocol.
+ * The outage is a TCP proxy the test cuts, in front of the test PostgreSQL (DATABASE_URL, or the
+ * local server Jest's global setup provides).
  */
 describe('database outage', () => {
   let outage: CuttableDatabase;

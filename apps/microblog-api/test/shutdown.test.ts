@@ -1,9 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { testDatabase } from '@platform/db/testing';
 
 const APP_DIR = resolve(__dirname, '..');
@@ -24,7 +22,6 @@ async function freePort(): Promise<number> {
  */
 describe('main.ts process', () => {
   const fresh = testDatabase('microblog');
-  const dataDir = mkdtempSync(join(tmpdir(), 'microblog-shutdown-'));
   let child: ChildProcessWithoutNullStreams;
   let port: number;
   let stdout = '';
@@ -38,9 +35,8 @@ describe('main.ts process', () => {
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
-      DATA_DIR: dataDir,
       DB_SCHEMA: fresh.config.schema,
-      ...(fresh.config.url ? { DATABASE_URL: fresh.config.url } : {}),
+      DATABASE_URL: fresh.config.url,
     };
     child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -59,7 +55,6 @@ describe('main.ts process', () => {
 
   afterAll(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
     await fresh.cleanup();
   });
 

@@ -1,8 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { faker } from '@faker-js/faker';
 import { fullFormats } from 'ajv-formats/dist/formats';
@@ -31,21 +29,18 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * The real command line in a child process, pointed at a fresh database: a new schema on
- * PostgreSQL when DATABASE_URL is set, a new embedded database directory otherwise. The embedded
- * database allows one process at a time, so the tests open it only after the command exited.
+ * The real command line in a child process, pointed at a fresh database: a new schema of the test
+ * PostgreSQL. The tests look at what a command stored after it exited, on the same schema.
  */
 describe('social-api command line', () => {
   const fresh = testDatabase('social');
-  const tmp = mkdtempSync(join(tmpdir(), 'social-cli-'));
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
   const env = {
     ...inherited,
     NODE_OPTIONS: '',
     LOG_LEVEL: 'silent',
-    DATA_DIR: join(tmp, 'data'),
     DB_SCHEMA: fresh.config.schema,
-    ...(fresh.config.url ? { DATABASE_URL: fresh.config.url } : {}),
+    DATABASE_URL: fresh.config.url,
   };
   const cli = (...args: string[]) => run(process.execPath, [...CLI, ...args], { cwd: APP_DIR, env });
 
@@ -68,7 +63,6 @@ describe('social-api command line', () => {
     );
 
   afterAll(async () => {
-    rmSync(tmp, { recursive: true, force: true });
     await fresh.cleanup();
   });
 

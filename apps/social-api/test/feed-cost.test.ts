@@ -167,8 +167,8 @@ describe('feed and listing cost', () => {
     }
   });
 
-  // The plans below were the same on the embedded database (PGlite) and on PostgreSQL 15 at these
-  // sizes, once ANALYZE had run; the assertions leave the planner its other index-only choices.
+  // The plans below are PostgreSQL 15's at these sizes, once ANALYZE has run (above); the
+  // assertions leave the planner its other index-only choices.
 
   test("the feed's count and page read posts by author through posts_user_timestamp_idx, never every post or user", async () => {
     const statementsOfFeed = await plans(viewers.many.token, '/api/feed');

@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SMTPServer } from 'smtp-server';
 import { sql } from 'kysely';
@@ -364,7 +362,6 @@ describe('password reset by email (SMTP)', () => {
 describe('password reset without MAIL_SERVER (the real service, mails to the log)', () => {
   const repoRoot = resolve(__dirname, '..', '..', '..');
   let child: ChildProcess | undefined;
-  let dataDir: string | undefined;
   let dropDatabase: (() => Promise<void>) | undefined;
   const lines: Record<string, unknown>[] = [];
 
@@ -374,7 +371,6 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
       child.kill('SIGTERM');
       await exited;
     }
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
     await dropDatabase?.();
   });
 
@@ -393,14 +389,9 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
       ARGON2_TIME_COST: '1',
     };
     const fresh = testDatabase('social');
-    if (fresh.config.url) {
-      env.DATABASE_URL = fresh.config.url;
-      env.DB_SCHEMA = fresh.config.schema;
-      dropDatabase = fresh.cleanup;
-    } else {
-      dataDir = await mkdtemp(join(tmpdir(), 'social-reset-log-'));
-      env.DATA_DIR = dataDir;
-    }
+    env.DATABASE_URL = fresh.config.url;
+    env.DB_SCHEMA = fresh.config.schema;
+    dropDatabase = fresh.cleanup;
 
     child = spawn(process.execPath, ['--conditions=@platform/source', '--import', 'tsx', 'apps/social-api/src/main.ts'], {
       cwd: repoRoot,

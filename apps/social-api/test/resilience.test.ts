@@ -9,7 +9,7 @@ import { basic } from './support/app';
  * The database goes away while the service runs: token checks and writes answer 503 in the Flask
  * error format (never a 401 that would log the React client out, never a 500), readiness fails,
  * liveness does not, and the service recovers by itself. The outage is a TCP proxy the test cuts,
- * in front of real PostgreSQL (DATABASE_URL) or of the embedded database served over the wire.
+ * in front of the test PostgreSQL (DATABASE_URL, or the local server Jest's global setup provides).
  */
 describe('database outage', () => {
   let outage: CuttableDatabase;

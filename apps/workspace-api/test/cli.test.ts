@@ -26,9 +26,9 @@ const SAMPLE_NAMES = [
 ];
 
 /**
- * The command line, run as people run it (`npm run cli -- keys create ...`, `npm run seed`). The
- * embedded database allows one process at a time, so the app is started only after the command
- * exits, on the same database.
+ * The command line, run as people run it (`npm run cli -- keys create ...`, `npm run seed`), on a
+ * fresh schema of the test PostgreSQL. The app is started after the command exited, on the same
+ * schema, to check what the command stored.
  */
 describe('workspace-api command line', () => {
   const fresh = testDatabase('workspace');
@@ -40,9 +40,8 @@ describe('workspace-api command line', () => {
     LOG_LEVEL: 'silent',
     ARGON2_MEMORY_KIB: '1024',
     ARGON2_TIME_COST: '1',
-    DATA_DIR: join(tmp, 'data'),
     DB_SCHEMA: fresh.config.schema,
-    ...(fresh.config.url ? { DATABASE_URL: fresh.config.url } : {}),
+    DATABASE_URL: fresh.config.url,
   };
   const cli = (args: string[]) => run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
 

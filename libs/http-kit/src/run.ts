@@ -13,12 +13,23 @@ export interface ListenOptions {
  * connections, lets in-flight requests finish, runs `onClose` hooks (closing the database) and exits.
  */
 export async function listenWithGracefulShutdown(app: FastifyInstance, options: ListenOptions): Promise<void> {
+  try {
+    await app.listen({ port: options.port, host: options.host });
+  } catch (error) {
+    await app.close();
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      // A second `npm start`, or another program on the port: say so, not a stack trace.
+      throw new Error(
+        `port ${options.port} on ${options.host} is already in use (is this service running already?): stop that process or set PORT to a free port`,
+      );
+    }
+    throw error;
+  }
   closeWithGrace({ delay: options.graceMs ?? 10_000, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');
     else app.log.info({ signal }, 'shutting down gracefully');
     await app.close();
   });
-  await app.listen({ port: options.port, host: options.host });
 }
 
 /** What `main.ts` and a CLI's `serve` both do: build the service from its config, then listen. */

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { TrimmedText, StringEnum, withMessage } from '@platform/schema';
 import {
   errorResponses,
+  listenWithGracefulShutdown,
   kasmDialect,
   platform,
   problemDetailsDialect,
@@ -275,5 +276,26 @@ describe('shutdown', () => {
     expect(raw).toMatch(/\r\nconnection: close\r\n/i);
     expect(raw).toContain('{"done":true}');
     expect(Date.now() - started).toBeLessThan(2000); // not the 72 s keep-alive timeout
+  });
+});
+
+describe('listening', () => {
+  test('a port already in use (a second npm start) is one clear sentence, and the app is closed', async () => {
+    const squatter = Fastify();
+    await squatter.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = squatter.server.address() as { port: number };
+    const app = Fastify(serverOptions({ logLevel: 'silent' }));
+    let closed = false;
+    app.addHook('onClose', async () => {
+      closed = true;
+    });
+    try {
+      await expect(listenWithGracefulShutdown(app, { port, host: '127.0.0.1' })).rejects.toThrow(
+        `port ${port} on 127.0.0.1 is already in use (is this service running already?): stop that process or set PORT to a free port`,
+      );
+      expect(closed).toBe(true); // its database pool and local-server membership are released
+    } finally {
+      await squatter.close();
+    }
   });
 });

@@ -351,7 +351,7 @@ describe('app Dockerfiles', () => {
           'package-lock.json',
           ...workspaceDirs().map((ws) => `${ws}/package.json`),
         ];
-        // A missing line means `npm install` would not link that workspace: add `COPY <ws>/package.json <ws>/`.
+        // A missing line means `npm ci` would not link that workspace: add `COPY <ws>/package.json <ws>/`.
         expect(manifests.filter((m) => !copied.includes(m))).toEqual([]);
         const copiesAfter = copiesOf(build.slice(installAt)).filter((c) => !c.from);
         expect(copiesAfter.length).toBeGreaterThan(0);

@@ -16,7 +16,8 @@ export interface TestApp {
 
 /**
  * The real app, built by the production factory with production server options, over a fresh
- * database: a new schema on PostgreSQL when DATABASE_URL is set, a new embedded database otherwise.
+ * database: a new schema of the test PostgreSQL (DATABASE_URL, or the local server Jest's global
+ * setup provides).
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const fresh = testDatabase('microblog');

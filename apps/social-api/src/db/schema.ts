@@ -2,7 +2,7 @@ import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 export interface UsersTable {
   id: Generated<number>;
-  /** Collation "C": one ordering (and one `after` cursor meaning) on PostgreSQL and PGlite alike. */
+  /** Collation "C": one ordering (and one `after` cursor meaning), whatever the server's locale. */
   username: string;
   email: string;
   password_hash: string | null;

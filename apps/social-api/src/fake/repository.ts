@@ -66,7 +66,10 @@ export function createFakeRepository(db: Kysely<SocialDatabase>) {
       return Number(result.numAffectedRows ?? 0);
     },
 
-    /** Fresh planner statistics after a bulk insert (PGlite has no autovacuum to do it later). */
+    /**
+     * Fresh planner statistics right after a bulk insert: autovacuum analyses the tables later, but
+     * the rest of the command (or the bench that follows it) should be planned on the new data now.
+     */
     async analyze(tables: (keyof SocialDatabase)[]): Promise<void> {
       await sql`analyze ${sql.join(tables.map((t) => sql.table(t)))}`.execute(db);
     },

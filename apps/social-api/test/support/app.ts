@@ -38,8 +38,8 @@ export const basic = (name: string, password: string) => `Basic ${Buffer.from(`$
 
 /**
  * The real app, built by the production factory with production server options, over a fresh
- * database (a new schema on PostgreSQL when DATABASE_URL is set, a new embedded database
- * otherwise), with cheap argon2 parameters and a movable clock. Auth is on (the Flask tests turn
+ * database (a new schema of the test PostgreSQL: DATABASE_URL, or the local server Jest's global
+ * setup provides), with cheap argon2 parameters and a movable clock. Auth is on (the Flask tests turn
  * DISABLE_AUTH on; ours exercise real tokens everywhere).
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
