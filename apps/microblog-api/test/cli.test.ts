@@ -14,8 +14,14 @@ const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
 describe('microblog-api command line', () => {
   const fresh = testDatabase('microblog');
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const env = { ...inherited, NODE_OPTIONS: '', DB_SCHEMA: fresh.config.schema, DATABASE_URL: fresh.config.url };
-  const cli = (...args: string[]) => run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
+  const env = {
+    ...inherited,
+    NODE_OPTIONS: '',
+    DB_SCHEMA: fresh.config.schema,
+    DATABASE_URL: fresh.config.url,
+  };
+  const cli = (...args: string[]) =>
+    run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
 
   afterAll(async () => {
     await fresh.cleanup();
@@ -48,7 +54,13 @@ describe('microblog-api command line', () => {
   }, 60_000);
 
   test('bad arguments exit non-zero with a message', async () => {
-    await expect(cli('seed', '--posts=-3')).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/--posts must be a positive integer/) });
-    await expect(cli('frobnicate')).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/usage: microblog-api/) });
+    await expect(cli('seed', '--posts=-3')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/--posts must be a positive integer/),
+    });
+    await expect(cli('frobnicate')).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/usage: microblog-api/),
+    });
   }, 60_000);
 });

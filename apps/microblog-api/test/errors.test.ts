@@ -171,11 +171,18 @@ describe('400 Bad Request', () => {
     });
   });
 
-  test.each(WRITE_PATHS)('a NUL character in text to %s is a 400, never a 500, and stores nothing', async (path) => {
-    const body = { ...validBody(path), content: 'null\u0000byte', student_name: 'N\u0000' };
-    const { body: problem } = await expectRejected({ method: 'POST', url: path, payload: body }, 400, { fields: ['content'] });
-    expect(problem.errors).toEqual([{ field: 'content', message: 'content must not contain NUL characters' }]);
-  });
+  test.each(WRITE_PATHS)(
+    'a NUL character in text to %s is a 400, never a 500, and stores nothing',
+    async (path) => {
+      const body = { ...validBody(path), content: 'null\u0000byte', student_name: 'N\u0000' };
+      const { body: problem } = await expectRejected({ method: 'POST', url: path, payload: body }, 400, {
+        fields: ['content'],
+      });
+      expect(problem.errors).toEqual([
+        { field: 'content', message: 'content must not contain NUL characters' },
+      ]);
+    },
+  );
 
   describe('validation failures list the offending fields', () => {
     test.each([

@@ -38,7 +38,11 @@ describe('database outage', () => {
   });
 
   const post = (content: string) =>
-    app.inject({ method: 'POST', url: '/api/microblog', payload: { content, quest_topic: 'privacy_security', student_name: 'Ada' } });
+    app.inject({
+      method: 'POST',
+      url: '/api/microblog',
+      payload: { content, quest_topic: 'privacy_security', student_name: 'Ada' },
+    });
 
   test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
     const before = await post('written before the outage');

@@ -59,12 +59,26 @@ describe('main.ts process', () => {
   });
 
   test('SIGTERM finishes the in-flight request, then exits 0 and stops listening', async () => {
-    const body = JSON.stringify({ content: 'sent while the server shuts down', quest_topic: 'online_safety', student_name: 'Kim' });
+    const body = JSON.stringify({
+      content: 'sent while the server shuts down',
+      quest_topic: 'online_safety',
+      student_name: 'Kim',
+    });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
 
     const response = new Promise<{ status: number; body: string }>((resolveResponse, reject) => {
       const req = request(
-        { host: '127.0.0.1', port, method: 'POST', path: '/api/microblog', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': 'shutdown-test-1' } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/api/microblog',
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'x-request-id': 'shutdown-test-1',
+          },
+        },
         (res) => {
           let text = '';
           res.on('data', (c) => (text += c));
@@ -82,7 +96,10 @@ describe('main.ts process', () => {
 
     const answer = await response;
     expect(answer.status).toBe(201);
-    expect(JSON.parse(answer.body)).toMatchObject({ content: 'sent while the server shuts down', student_name: 'Kim' });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      content: 'sent while the server shuts down',
+      student_name: 'Kim',
+    });
     expect(await exited).toBe(0);
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 
@@ -92,6 +109,8 @@ describe('main.ts process', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.some((l) => l.msg === 'shutting down gracefully' && l.signal === 'SIGTERM')).toBe(true);
     const requestLines = lines.filter((l) => l.reqId === 'shutdown-test-1');
-    expect(requestLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
+    expect(requestLines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(['incoming request', 'request completed']),
+    );
   }, 30_000);
 });

@@ -106,7 +106,9 @@ describe('social-api command line', () => {
   }, 60_000);
 
   test('migrate creates the tables, then says the schema is up to date', async () => {
-    expect((await cli('migrate')).stdout).toBe('applied: 2026-11-22T1000_users_posts_followers_tokens, 2026-11-22T1100_spent_oauth2_states\n');
+    expect((await cli('migrate')).stdout).toBe(
+      'applied: 2026-11-22T1000_users_posts_followers_tokens, 2026-11-22T1100_spent_oauth2_states\n',
+    );
     expect((await cli('migrate')).stdout).toBe('schema is up to date\n');
     await withDatabase(async (db) => {
       for (const table of ['users', 'posts', 'followers', 'tokens', 'spent_oauth2_states'] as const)

@@ -85,7 +85,13 @@ interface Mail {
 function parseMail(raw: string, envelopeFrom: string, envelopeTo: string[]): Mail {
   const message = splitHeaders(raw);
   const parts = leafParts(message);
-  return { envelopeFrom, envelopeTo, headers: message.headers, text: (parts.get('text/plain') ?? '').replace(/\r\n/g, '\n'), html: parts.get('text/html') ?? '' };
+  return {
+    envelopeFrom,
+    envelopeTo,
+    headers: message.headers,
+    text: (parts.get('text/plain') ?? '').replace(/\r\n/g, '\n'),
+    html: parts.get('text/html') ?? '',
+  };
 }
 
 // --- helpers ------------------------------------------------------------------------------------
@@ -128,10 +134,15 @@ describe('password reset by email (SMTP)', () => {
   const newUser = (fields: Partial<Pick<TestUser, 'email' | 'password'>> = {}) => {
     counter += 1;
     const username = `reset${counter}`;
-    return t.register({ username, email: fields.email ?? `${username}@example.com`, password: fields.password ?? 'old-secret' });
+    return t.register({
+      username,
+      email: fields.email ?? `${username}@example.com`,
+      password: fields.password ?? 'old-secret',
+    });
   };
   const mailsTo = (address: string) => mails.filter((m) => m.envelopeTo.includes(address));
-  const requestReset = (email: unknown) => t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: { email } });
+  const requestReset = (email: unknown) =>
+    t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: { email } });
   const reset = (token: string, newPassword: string) =>
     t.app.inject({ method: 'PUT', url: '/api/tokens/reset', payload: { token, new_password: newPassword } });
   /** Asks for a reset link for `email` and returns the token of the one mail it produced. */
@@ -153,14 +164,25 @@ describe('password reset by email (SMTP)', () => {
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
         stream.on('end', () => {
           const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-          mails.push(parseMail(Buffer.concat(chunks).toString('utf8'), from, session.envelope.rcptTo.map((r) => r.address)));
+          mails.push(
+            parseMail(
+              Buffer.concat(chunks).toString('utf8'),
+              from,
+              session.envelope.rcptTo.map((r) => r.address),
+            ),
+          );
           callback();
         });
       },
     });
     await new Promise<void>((r) => smtp.listen(0, '127.0.0.1', r));
     const { port } = smtp.server.address() as AddressInfo;
-    t = await buildTestApp({ MAIL_SERVER: '127.0.0.1', MAIL_PORT: String(port), MAIL_DEFAULT_SENDER: SENDER, PASSWORD_RESET_URL: RESET_URL });
+    t = await buildTestApp({
+      MAIL_SERVER: '127.0.0.1',
+      MAIL_PORT: String(port),
+      MAIL_DEFAULT_SENDER: SENDER,
+      PASSWORD_RESET_URL: RESET_URL,
+    });
   });
 
   afterAll(async () => {
@@ -220,13 +242,21 @@ describe('password reset by email (SMTP)', () => {
   test('request validation: an invalid email, a missing one, an unknown field', async () => {
     const invalid = await requestReset('not-an-email');
     expect(invalid.statusCode).toBe(400);
-    expect(invalid.json()).toMatchObject({ code: 400, message: 'Validation Error', errors: { json: { email: ['Not a valid email address.'] } } });
+    expect(invalid.json()).toMatchObject({
+      code: 400,
+      message: 'Validation Error',
+      errors: { json: { email: ['Not a valid email address.'] } },
+    });
 
     const missing = await t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: {} });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().errors.json.email).toEqual(['Missing data for required field.']);
 
-    const extra = await t.app.inject({ method: 'POST', url: '/api/tokens/reset', payload: { email: 'a@example.com', username: 'x' } });
+    const extra = await t.app.inject({
+      method: 'POST',
+      url: '/api/tokens/reset',
+      payload: { email: 'a@example.com', username: 'x' },
+    });
     expect(extra.statusCode).toBe(400);
     expect(extra.json().errors.json.username).toEqual(['Unknown field.']);
   });
@@ -269,14 +299,26 @@ describe('password reset by email (SMTP)', () => {
     expect(garbage.json()).not.toHaveProperty('errors');
 
     // Everything right (email, fingerprint of the current password, expiry) except the key.
-    const row = await t.database.db.selectFrom('users').select('password_hash').where('id', '=', user.id).executeTakeFirstOrThrow();
-    const forged = createJwt('some-other-secret').resetToken(user.email, passwordFingerprint(row.password_hash), new Date(t.clock.now().getTime() + RESET_MS));
+    const row = await t.database.db
+      .selectFrom('users')
+      .select('password_hash')
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow();
+    const forged = createJwt('some-other-secret').resetToken(
+      user.email,
+      passwordFingerprint(row.password_hash),
+      new Date(t.clock.now().getTime() + RESET_MS),
+    );
     const foreign = await reset(forged, 'changed');
     expect(foreign.statusCode).toBe(400);
     expect(foreign.json()).not.toHaveProperty('errors');
 
     // The same token made with the app's own key would have worked: the key is what failed.
-    const genuine = createJwt(t.config.secretKey).resetToken(user.email, passwordFingerprint(row.password_hash), new Date(t.clock.now().getTime() + RESET_MS));
+    const genuine = createJwt(t.config.secretKey).resetToken(
+      user.email,
+      passwordFingerprint(row.password_hash),
+      new Date(t.clock.now().getTime() + RESET_MS),
+    );
     expect(genuine.split('.').slice(0, 2)).toEqual(forged.split('.').slice(0, 2));
     expect((await t.login(user.username, 'keep-me')).statusCode).toBe(200);
     expect((await t.login(user.username, 'changed')).statusCode).toBe(401);
@@ -287,11 +329,17 @@ describe('password reset by email (SMTP)', () => {
     const token = await mailedToken(user.email);
     const short = await reset(token, 'ab');
     expect(short.statusCode).toBe(400);
-    expect(short.json()).toMatchObject({ message: 'Validation Error', errors: { json: { new_password: ['Shorter than minimum length 3.'] } } });
+    expect(short.json()).toMatchObject({
+      message: 'Validation Error',
+      errors: { json: { new_password: ['Shorter than minimum length 3.'] } },
+    });
 
     const missing = await t.app.inject({ method: 'PUT', url: '/api/tokens/reset', payload: {} });
     expect(missing.statusCode).toBe(400);
-    expect(missing.json().errors.json).toEqual({ token: ['Missing data for required field.'], new_password: ['Missing data for required field.'] });
+    expect(missing.json().errors.json).toEqual({
+      token: ['Missing data for required field.'],
+      new_password: ['Missing data for required field.'],
+    });
 
     // The refused attempts did not use up the link.
     expect((await reset(token, 'abc')).statusCode).toBe(204);
@@ -313,7 +361,11 @@ describe('password reset by email (SMTP)', () => {
     expect(me.json()).toMatchObject({ username, has_password: true });
     // The link stopped working once a password exists.
     expect((await reset(token, 'second-password')).statusCode).toBe(400);
-    const count = await t.database.db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).where('email', '=', email).executeTakeFirstOrThrow();
+    const count = await t.database.db
+      .selectFrom('users')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('email', '=', email)
+      .executeTakeFirstOrThrow();
     expect(count.n).toBe(1);
   });
 
@@ -393,11 +445,15 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
     env.DB_SCHEMA = fresh.config.schema;
     dropDatabase = fresh.cleanup;
 
-    child = spawn(process.execPath, ['--conditions=@platform/source', '--import', 'tsx', 'apps/social-api/src/main.ts'], {
-      cwd: repoRoot,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      ['--conditions=@platform/source', '--import', 'tsx', 'apps/social-api/src/main.ts'],
+      {
+        cwd: repoRoot,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -408,13 +464,18 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
       }
     });
     const base = `http://127.0.0.1:${port}`;
-    const exited = () => (child?.exitCode !== null ? `the service exited (${child?.exitCode}): ${stderr}` : undefined);
+    const exited = () =>
+      child?.exitCode !== null ? `the service exited (${child?.exitCode}): ${stderr}` : undefined;
 
-    await waitFor('the service to listen', () => {
-      const failed = exited();
-      if (failed) throw new Error(failed);
-      return lines.find((l) => typeof l.msg === 'string' && l.msg.includes(`Server listening at ${base}`));
-    }, 45_000);
+    await waitFor(
+      'the service to listen',
+      () => {
+        const failed = exited();
+        if (failed) throw new Error(failed);
+        return lines.find((l) => typeof l.msg === 'string' && l.msg.includes(`Server listening at ${base}`));
+      },
+      45_000,
+    );
 
     const created = await fetch(`${base}/api/users`, {
       method: 'POST',
@@ -423,29 +484,58 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
     });
     expect(created.status).toBe(201);
 
-    const response = await fetch(`${base}/api/tokens/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'Logged@Example.com' }) });
+    const response = await fetch(`${base}/api/tokens/reset`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'Logged@Example.com' }),
+    });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe('');
 
     const entry = await waitFor('the mail in the log', () => lines.find((l) => l.mail !== undefined));
     const mail = entry.mail as { from: string; to: string; subject: string; text: string };
     expect(entry.level).toBe(30);
-    expect(mail).toMatchObject({ from: 'donotreply@microblog.example.com', to: 'logged@example.com', subject: 'Reset Your Password' });
+    expect(mail).toMatchObject({
+      from: 'donotreply@microblog.example.com',
+      to: 'logged@example.com',
+      subject: 'Reset Your Password',
+    });
     expect(mail.text).toMatch(/^Dear logged,/);
     const token = tokenFromLink(mail.text);
     expect(token).toMatch(JWT_SHAPE);
 
-    const done = await fetch(`${base}/api/tokens/reset`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, new_password: 'from-the-log' }) });
+    const done = await fetch(`${base}/api/tokens/reset`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, new_password: 'from-the-log' }),
+    });
     expect(done.status).toBe(204);
-    const login = await fetch(`${base}/api/tokens`, { method: 'POST', headers: { authorization: `Basic ${Buffer.from('logged:from-the-log').toString('base64')}` } });
+    const login = await fetch(`${base}/api/tokens`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from('logged:from-the-log').toString('base64')}` },
+    });
     expect(login.status).toBe(200);
 
     // An unknown address logs no mail.
     const before = lines.filter((l) => l.mail !== undefined).length;
-    expect((await fetch(`${base}/api/tokens/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ghost@example.com' }) })).status).toBe(204);
-    const later = await fetch(`${base}/api/tokens/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'logged@example.com' }) });
+    expect(
+      (
+        await fetch(`${base}/api/tokens/reset`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'ghost@example.com' }),
+        })
+      ).status,
+    ).toBe(204);
+    const later = await fetch(`${base}/api/tokens/reset`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'logged@example.com' }),
+    });
     expect(later.status).toBe(204);
-    await waitFor('the second logged mail', () => (lines.filter((l) => l.mail !== undefined).length > before ? true : undefined));
+    await waitFor('the second logged mail', () =>
+      lines.filter((l) => l.mail !== undefined).length > before ? true : undefined,
+    );
     const logged = lines.filter((l) => l.mail !== undefined).map((l) => (l.mail as { to: string }).to);
     expect(logged).toEqual(['logged@example.com', 'logged@example.com']);
     expect(exited()).toBeUndefined();

@@ -31,19 +31,40 @@ describe('database outage', () => {
   });
 
   test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
-    const registered = await app.inject({ method: 'POST', url: '/api/users', payload: { username: 'susan', email: 'susan@example.com', password: 'cat' } });
+    const registered = await app.inject({
+      method: 'POST',
+      url: '/api/users',
+      payload: { username: 'susan', email: 'susan@example.com', password: 'cat' },
+    });
     expect(registered.statusCode).toBe(201);
-    const token = (await app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic('susan', 'cat') } })).json().access_token;
+    const token = (
+      await app.inject({
+        method: 'POST',
+        url: '/api/tokens',
+        headers: { authorization: basic('susan', 'cat') },
+      })
+    ).json().access_token;
     const bearer = { authorization: `Bearer ${token}` };
-    expect((await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'before' } })).statusCode).toBe(201);
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'before' } }))
+        .statusCode,
+    ).toBe(201);
 
     proxy.cut();
 
     const during = [
       await app.inject({ url: '/api/feed', headers: bearer }),
       await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'during' } }),
-      await app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic('susan', 'cat') } }),
-      await app.inject({ method: 'POST', url: '/api/users', payload: { username: 'john', email: 'john@example.com', password: 'dog' } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/tokens',
+        headers: { authorization: basic('susan', 'cat') },
+      }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/users',
+        payload: { username: 'john', email: 'john@example.com', password: 'dog' },
+      }),
     ];
     for (const response of during) {
       expect(response.statusCode).toBe(503);
@@ -62,7 +83,10 @@ describe('database outage', () => {
     expect(await waitUntilReady(app)).toBe(true);
 
     // The same token still works: nothing about the session was lost.
-    expect((await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'after' } })).statusCode).toBe(201);
+    expect(
+      (await app.inject({ method: 'POST', url: '/api/posts', headers: bearer, payload: { text: 'after' } }))
+        .statusCode,
+    ).toBe(201);
     const feed = (await app.inject({ url: '/api/feed', headers: bearer })).json();
     expect(feed.data.map((p: { text: string }) => p.text)).toEqual(['after', 'before']);
   });

@@ -43,7 +43,8 @@ describe('workspace-api command line', () => {
     DB_SCHEMA: fresh.config.schema,
     DATABASE_URL: fresh.config.url,
   };
-  const cli = (args: string[]) => run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
+  const cli = (args: string[]) =>
+    run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
 
   /** The app on the database the command line used (started after the command exited). */
   async function withApp(use: (app: FastifyInstance) => Promise<void>) {
@@ -75,7 +76,12 @@ describe('workspace-api command line', () => {
     const secret = stdout.match(/^api_key_secret: +([A-Za-z0-9]{32})$/m)?.[1];
     expect({ apiKey, secret }).toEqual({ apiKey: expect.any(String), secret: expect.any(String) });
     const credentials = { api_key: apiKey, api_key_secret: secret };
-    const call = (app: FastifyInstance, op: string) => app.inject({ method: 'POST', url: `/api/public/${op}`, payload: { ...credentials, target_user: { username: 'x' } } });
+    const call = (app: FastifyInstance, op: string) =>
+      app.inject({
+        method: 'POST',
+        url: `/api/public/${op}`,
+        payload: { ...credentials, target_user: { username: 'x' } },
+      });
 
     const listed = (await cli(['keys', 'list'])).stdout;
     expect(listed).toMatch(new RegExp(`^${apiKey}  helpdesk  \\[enabled\\]  Users View$`, 'm'));
@@ -85,13 +91,19 @@ describe('workspace-api command line', () => {
       expect((await call(app, 'validate_credentials')).statusCode).toBe(200);
       expect((await call(app, 'get_users')).json()).toEqual({ users: [], total: 0 });
       const denied = await call(app, 'create_user');
-      expect({ status: denied.statusCode, body: denied.json() }).toEqual({ status: 401, body: { error_message: 'Unauthorized' } });
+      expect({ status: denied.statusCode, body: denied.json() }).toEqual({
+        status: 401,
+        body: { error_message: 'Unauthorized' },
+      });
     });
 
     expect((await cli(['keys', 'disable', apiKey!])).stdout).toBe(`disabled ${apiKey}\n`);
     await withApp(async (app) => {
       const r = await call(app, 'validate_credentials');
-      expect({ status: r.statusCode, body: r.json() }).toEqual({ status: 403, body: { error_message: 'Access Denied' } });
+      expect({ status: r.statusCode, body: r.json() }).toEqual({
+        status: 403,
+        body: { error_message: 'Access Denied' },
+      });
     });
   }, 90_000);
 
@@ -103,10 +115,20 @@ describe('workspace-api command line', () => {
     ]);
     // As `npm run cli -w @platform/workspace-api -- registry import <path>` from the repository root:
     // npm runs the script in the app folder and passes the caller's folder as INIT_CWD.
-    const fromRoot = await run(TSX, ['--conditions=@platform/source', 'src/cli.ts', 'registry', 'import', 'apps/workspace-api/registry/sample-list.json'], {
-      cwd: APP_DIR,
-      env: { ...env, INIT_CWD: join(APP_DIR, '..', '..') },
-    });
+    const fromRoot = await run(
+      TSX,
+      [
+        '--conditions=@platform/source',
+        'src/cli.ts',
+        'registry',
+        'import',
+        'apps/workspace-api/registry/sample-list.json',
+      ],
+      {
+        cwd: APP_DIR,
+        env: { ...env, INIT_CWD: join(APP_DIR, '..', '..') },
+      },
+    );
     expect(fromRoot.stdout).toContain('0 installed, 6 skipped');
     const second = await cli(['registry', 'import', join(APP_DIR, 'registry', 'sample-list.json')]);
     expect(second.stdout.trim().split('\n')).toEqual([
@@ -117,7 +139,10 @@ describe('workspace-api command line', () => {
       const rows = await db.selectFrom('images').select(['name', 'memory', 'exec_config']).execute();
       expect(rows.map((r) => r.name).sort()).toEqual([...SAMPLE_NAMES].sort());
       const chrome = rows.find((r) => r.name === 'kasmweb/chrome:1.16.0');
-      expect(chrome).toMatchObject({ memory: 2768, exec_config: { go: { cmd: expect.stringContaining('--go') } } });
+      expect(chrome).toMatchObject({
+        memory: 2768,
+        exec_config: { go: { cmd: expect.stringContaining('--go') } },
+      });
     });
   }, 60_000);
 
@@ -132,8 +157,16 @@ describe('workspace-api command line', () => {
     await withDatabase(async (db) => {
       const users = await db.selectFrom('users').select(['id', 'username', 'password_hash']).execute();
       expect(users).toHaveLength(12);
-      expect(users.every((u) => u.password_hash?.startsWith('$argon2id$') && u.username === u.username.toLowerCase())).toBe(true);
-      const allUsers = await db.selectFrom('user_groups').select('user_id').where('group_id', '=', ALL_USERS_GROUP_ID).execute();
+      expect(
+        users.every(
+          (u) => u.password_hash?.startsWith('$argon2id$') && u.username === u.username.toLowerCase(),
+        ),
+      ).toBe(true);
+      const allUsers = await db
+        .selectFrom('user_groups')
+        .select('user_id')
+        .where('group_id', '=', ALL_USERS_GROUP_ID)
+        .execute();
       expect(allUsers).toHaveLength(12);
       const groups = await db.selectFrom('groups').select('id').where('is_system', '=', false).execute();
       expect(groups).toHaveLength(3);
@@ -150,15 +183,27 @@ describe('workspace-api command line', () => {
   }, 60_000);
 
   test('bad input exits 1 with a message: unknown permission, broken registry document', async () => {
-    await expect(cli(['keys', 'create', '--name', 'n', '--permission', 'Users Watch'])).rejects.toMatchObject({
-      code: 1,
-      stderr: expect.stringMatching(/unknown permission "Users Watch"; use: Global Admin, Users View/),
-    });
+    await expect(cli(['keys', 'create', '--name', 'n', '--permission', 'Users Watch'])).rejects.toMatchObject(
+      {
+        code: 1,
+        stderr: expect.stringMatching(/unknown permission "Users Watch"; use: Global Admin, Users View/),
+      },
+    );
     const broken = join(tmp, 'broken-list.json');
-    writeFileSync(broken, JSON.stringify({ name: 'Broken', description: 'no list_url, workspaces not a list', icon: 'x.png', workspaces: {} }));
+    writeFileSync(
+      broken,
+      JSON.stringify({
+        name: 'Broken',
+        description: 'no list_url, workspaces not a list',
+        icon: 'x.png',
+        workspaces: {},
+      }),
+    );
     await expect(cli(['registry', 'import', broken])).rejects.toMatchObject({
       code: 1,
-      stderr: expect.stringContaining(`${broken} is not a registry document (schema 1.0 list.json): list_url is required; workspaces must be a list`),
+      stderr: expect.stringContaining(
+        `${broken} is not a registry document (schema 1.0 list.json): list_url is required; workspaces must be a list`,
+      ),
     });
   }, 60_000);
 
@@ -166,8 +211,12 @@ describe('workspace-api command line', () => {
     const config = loadConfig(env);
     const noDatabase = undefined as unknown as Kysely<WorkspaceDatabase>;
     for (const users of ['-3', '1.5', 'ten', '100001']) {
-      await expect(seedCommand(noDatabase, config, { users }, () => undefined)).rejects.toThrow('--users must be an integer from 0 to 100000');
+      await expect(seedCommand(noDatabase, config, { users }, () => undefined)).rejects.toThrow(
+        '--users must be an integer from 0 to 100000',
+      );
     }
-    await expect(seedCommand(noDatabase, config, { groups: '' }, () => undefined)).rejects.toThrow('--groups must be an integer from 0 to 100000');
+    await expect(seedCommand(noDatabase, config, { groups: '' }, () => undefined)).rejects.toThrow(
+      '--groups must be an integer from 0 to 100000',
+    );
   });
 });

@@ -534,12 +534,14 @@ describe('docker-compose.yml', () => {
     });
   });
 
-  it('gives workspace-api a bootstrap admin key pair its configuration accepts (the README\'s curl examples use it)', () => {
+  it("gives workspace-api a bootstrap admin key pair its configuration accepts (the README's curl examples use it)", () => {
     const env = envOf(services['workspace-api'] ?? {});
     expect(env.BOOTSTRAP_API_KEY).toMatch(/^[A-Za-z0-9]{1,64}$/);
     expect(env.BOOTSTRAP_API_KEY_SECRET).toEqual(expect.stringMatching(/^\S+$/));
     const readme = read('README.md');
-    expect(readme).toContain(`"api_key":"${env.BOOTSTRAP_API_KEY}","api_key_secret":"${env.BOOTSTRAP_API_KEY_SECRET}"`);
+    expect(readme).toContain(
+      `"api_key":"${env.BOOTSTRAP_API_KEY}","api_key_secret":"${env.BOOTSTRAP_API_KEY_SECRET}"`,
+    );
   });
 
   it('gives every service that uses the database a distinct schema', () => {

@@ -21,7 +21,11 @@ export interface TestApp {
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const fresh = testDatabase('microblog');
-  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WRITE_RATE_LIMIT: '100000', ...env });
+  const config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    WRITE_RATE_LIMIT: '100000',
+    ...env,
+  });
   config.database = { ...fresh.config };
   const queries: string[] = [];
   const database = await openDatabase<MicroblogDatabase>(config.database, {
@@ -51,9 +55,27 @@ export async function storedTotals(database: Database<MicroblogDatabase>) {
     .selectFrom('posts')
     .select((eb) => [
       eb.fn.countAll<string>().as('posts'),
-      eb.fn.coalesce(eb.fn.sum<string>(eb(eb(eb(eb('like_count', '+', eb.ref('love_count')), '+', eb.ref('celebrate_count')), '+', eb.ref('insightful_count')), '+', eb.ref('support_count'))), eb.lit(0)).as('reactions'),
+      eb.fn
+        .coalesce(
+          eb.fn.sum<string>(
+            eb(
+              eb(
+                eb(eb('like_count', '+', eb.ref('love_count')), '+', eb.ref('celebrate_count')),
+                '+',
+                eb.ref('insightful_count'),
+              ),
+              '+',
+              eb.ref('support_count'),
+            ),
+          ),
+          eb.lit(0),
+        )
+        .as('reactions'),
     ])
     .executeTakeFirstOrThrow();
-  const replies = await db.selectFrom('replies').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const replies = await db
+    .selectFrom('replies')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return { posts: Number(totals.posts), replies: Number(replies.n), reactions: Number(totals.reactions) };
 }

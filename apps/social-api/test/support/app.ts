@@ -26,7 +26,9 @@ export interface TestApp {
   database: Database<SocialDatabase>;
   clock: TestClock;
   /** Registers a user through the API and logs them in (username `user<n>` unless given). */
-  register(fields?: Partial<Pick<TestUser, 'username' | 'email' | 'password'>> & { about_me?: string | null }): Promise<TestUser>;
+  register(
+    fields?: Partial<Pick<TestUser, 'username' | 'email' | 'password'>> & { about_me?: string | null },
+  ): Promise<TestUser>;
   /** `POST /api/tokens` with Basic credentials. */
   login(name: string, password: string): Promise<LightMyRequestResponse>;
   /** A request with `Authorization: Bearer <token>` (when a token is given). */
@@ -34,7 +36,8 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export const basic = (name: string, password: string) => `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
+export const basic = (name: string, password: string) =>
+  `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
 
 /**
  * The real app, built by the production factory with production server options, over a fresh
@@ -44,7 +47,12 @@ export const basic = (name: string, password: string) => `Basic ${Buffer.from(`$
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const fresh = testDatabase('social');
-  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1', ...env });
+  const config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ARGON2_MEMORY_KIB: '1024',
+    ARGON2_TIME_COST: '1',
+    ...env,
+  });
   config.database = { ...fresh.config };
   const database = await openDatabase<SocialDatabase>(config.database);
   let offset = 0;
@@ -52,7 +60,8 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   const app = await buildApp(config, { database, clock: clock.now });
   await app.ready();
   let n = 0;
-  const login: TestApp['login'] = (name, password) => app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
+  const login: TestApp['login'] = (name, password) =>
+    app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
   return {
     app,
     config,
@@ -64,14 +73,27 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
       const username = fields.username ?? `user${n}`;
       const email = fields.email ?? `${username}@example.com`;
       const password = fields.password ?? 'password';
-      const created = await app.inject({ method: 'POST', url: '/api/users', payload: { username, email, password, ...(fields.about_me !== undefined ? { about_me: fields.about_me } : {}) } });
-      if (created.statusCode !== 201) throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/users',
+        payload: {
+          username,
+          email,
+          password,
+          ...(fields.about_me !== undefined ? { about_me: fields.about_me } : {}),
+        },
+      });
+      if (created.statusCode !== 201)
+        throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
       const tokens = await login(username, password);
       if (tokens.statusCode !== 200) throw new Error(`login failed: ${tokens.statusCode} ${tokens.body}`);
       return { id: created.json().id, username, email, password, token: tokens.json().access_token };
     },
     as: (token, options) =>
-      app.inject({ ...options, headers: { ...(options.headers ?? {}), ...(token ? { authorization: `Bearer ${token}` } : {}) } }),
+      app.inject({
+        ...options,
+        headers: { ...(options.headers ?? {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      }),
     async close() {
       await app.close();
       await database.close();

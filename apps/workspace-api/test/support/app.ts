@@ -19,9 +19,16 @@ export interface TestApp {
   /** A Global Admin key created for this app. */
   admin: KeyPair;
   /** Creates another key (only its hash is stored, as in production). */
-  createKey(permissions: Permission[], options?: Omit<NewApiKey, 'name' | 'permissions'> & { name?: string }): Promise<KeyPair>;
+  createKey(
+    permissions: Permission[],
+    options?: Omit<NewApiKey, 'name' | 'permissions'> & { name?: string },
+  ): Promise<KeyPair>;
   /** `POST /api/public/<operation>` with the key pair in the body (admin by default). */
-  call(operation: string, body?: Record<string, unknown>, key?: KeyPair | null): Promise<LightMyRequestResponse>;
+  call(
+    operation: string,
+    body?: Record<string, unknown>,
+    key?: KeyPair | null,
+  ): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
@@ -32,14 +39,24 @@ export interface TestApp {
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const fresh = testDatabase('workspace');
-  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1', ...env });
+  const config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ARGON2_MEMORY_KIB: '1024',
+    ARGON2_TIME_COST: '1',
+    ...env,
+  });
   config.database = { ...fresh.config };
   const database = await openDatabase<WorkspaceDatabase>(config.database);
   const app = await buildApp(config, { database });
   await app.ready();
   const keys = createApiKeysRepository(database.db);
   const createKey: TestApp['createKey'] = async (permissions, options = {}) => {
-    const created = await keys.create({ name: options.name ?? `test ${permissions.join('+')}`, permissions, readOnly: options.readOnly, expires: options.expires });
+    const created = await keys.create({
+      name: options.name ?? `test ${permissions.join('+')}`,
+      permissions,
+      readOnly: options.readOnly,
+      expires: options.expires,
+    });
     return { api_key: created.apiKey, api_key_secret: created.secret };
   };
   const admin = await createKey(['Global Admin'], { name: 'test admin' });
