@@ -33,7 +33,12 @@ Choices where the contract is silent: a \`post_id\` that is well-formed but beyo
 /** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
   const app = Fastify(
-    serverOptions({ logLevel: config.logLevel, logFormat: config.logFormat, bodyLimit: BODY_LIMIT, trustProxy: config.trustProxy }),
+    serverOptions({
+      logLevel: config.logLevel,
+      logFormat: config.logFormat,
+      bodyLimit: BODY_LIMIT,
+      trustProxy: config.trustProxy,
+    }),
   );
 
   await app.register(platform, {
@@ -50,10 +55,20 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         { name: 'panel', description: 'The browser panel' },
       ],
     },
-    cors: { origins: config.corsOrigins, methods: ['GET', 'HEAD', 'POST'], allowedHeaders: ['content-type'], exposedHeaders: ['link', 'retry-after'] },
+    cors: {
+      origins: config.corsOrigins,
+      methods: ['GET', 'HEAD', 'POST'],
+      allowedHeaders: ['content-type'],
+      exposedHeaders: ['link', 'retry-after'],
+    },
   });
   await app.register(writeRateLimit, { perMinute: config.writeRateLimit });
-  await app.register(databasePlugin, { config: config.database, migrateOnStart: config.migrateOnStart, migrations, database: deps.database });
+  await app.register(databasePlugin, {
+    config: config.database,
+    migrateOnStart: config.migrateOnStart,
+    migrations,
+    database: deps.database,
+  });
 
   await app.register(panelRoutes);
   await app.register(postsRoutes, { prefix: '/api' });

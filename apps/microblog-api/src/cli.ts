@@ -15,7 +15,11 @@ const USAGE = `usage: microblog-api <command>
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const { values } = parseArgs({ args: rest, options: { port: { type: 'string' }, posts: { type: 'string' } }, strict: true });
+  const { values } = parseArgs({
+    args: rest,
+    options: { port: { type: 'string' }, posts: { type: 'string' } },
+    strict: true,
+  });
   const config = loadConfig({ ...process.env, ...(values.port ? { PORT: values.port } : {}) });
   switch (command) {
     case 'serve': {

@@ -5,7 +5,11 @@ import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-ki
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 8887, schema: 'microblog' }),
-  WRITE_RATE_LIMIT: Type.Integer({ minimum: 1, default: 60, description: 'Writes per minute per client address' }),
+  WRITE_RATE_LIMIT: Type.Integer({
+    minimum: 1,
+    default: 60,
+    description: 'Writes per minute per client address',
+  }),
 });
 
 export interface Config extends ServiceConfig {

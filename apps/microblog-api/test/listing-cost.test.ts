@@ -19,24 +19,36 @@ describe('listing cost', () => {
     for (let i = 0; i < POSTS; i += 1000) {
       ids.push(
         ...(await posts.insertPosts(
-          Array.from({ length: 1000 }, (_, j) => ({ content: `post ${i + j}`, quest_topic: QUEST_TOPICS[(i + j) % 6], student_name: 'Seed' })),
+          Array.from({ length: 1000 }, (_, j) => ({
+            content: `post ${i + j}`,
+            quest_topic: QUEST_TOPICS[(i + j) % 6],
+            student_name: 'Seed',
+          })),
         )),
       );
     }
-    await posts.insertReplies(ids.flatMap((post_id) => [{ post_id, content: 'a reply', student_name: null }, { post_id, content: 'another', student_name: 'Bo' }]));
+    await posts.insertReplies(
+      ids.flatMap((post_id) => [
+        { post_id, content: 'a reply', student_name: null },
+        { post_id, content: 'another', student_name: 'Bo' },
+      ]),
+    );
     await sql`analyze`.execute(t.database.db);
   }, 60_000);
   afterAll(() => t?.close());
 
-  test.each([1, 20, 500])('a page of %i posts with their replies costs the same number of statements', async (limit) => {
-    t.queries.length = 0;
-    const response = await t.app.inject(`/api/microblog?limit=${limit}`);
-    expect(response.statusCode).toBe(200);
-    const page = response.json() as { replies: unknown[] }[];
-    expect(page).toHaveLength(limit);
-    expect(page.every((p) => p.replies.length === 2)).toBe(true);
-    expect(t.queries).toHaveLength(2); // the page, then the replies of all its posts
-  });
+  test.each([1, 20, 500])(
+    'a page of %i posts with their replies costs the same number of statements',
+    async (limit) => {
+      t.queries.length = 0;
+      const response = await t.app.inject(`/api/microblog?limit=${limit}`);
+      expect(response.statusCode).toBe(200);
+      const page = response.json() as { replies: unknown[] }[];
+      expect(page).toHaveLength(limit);
+      expect(page.every((p) => p.replies.length === 2)).toBe(true);
+      expect(t.queries).toHaveLength(2); // the page, then the replies of all its posts
+    },
+  );
 
   type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Actual Rows'?: number; Plans?: PlanNode[] };
   const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];

@@ -17,7 +17,6 @@ jest.setTimeout(60_000);
 
 type TestServer = Awaited<ReturnType<typeof startTestServer>>;
 
-
 interface PageWatch {
   pageErrors: string[];
   consoleErrors: string[];

@@ -54,7 +54,14 @@ works once and ends every session of its user; OAuth2 usernames get a number suf
 
 /** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions({ logLevel: config.logLevel, logFormat: config.logFormat, bodyLimit: BODY_LIMIT, trustProxy: config.trustProxy }));
+  const app = Fastify(
+    serverOptions({
+      logLevel: config.logLevel,
+      logFormat: config.logFormat,
+      bodyLimit: BODY_LIMIT,
+      trustProxy: config.trustProxy,
+    }),
+  );
   app.decorate('config', config);
   app.decorate('clock', deps.clock ?? (() => new Date()));
   app.decorate('passwords', createPasswords(config.argon2));
@@ -76,26 +83,51 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       openapi: {
         components: {
           securitySchemes: {
-            basic_auth: { type: 'http', scheme: 'basic', description: 'Username or email, and password (POST /api/tokens only)' },
-            api_key: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The access token from POST /api/tokens' },
+            basic_auth: {
+              type: 'http',
+              scheme: 'basic',
+              description: 'Username or email, and password (POST /api/tokens only)',
+            },
+            api_key: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'JWT',
+              description: 'The access token from POST /api/tokens',
+            },
           },
         },
       },
     },
     // The Flask backend's flask-cors: any origin echoed back, with credentials (the refresh cookie).
     cors: config.useCors
-      ? { origins: 'reflect', credentials: true, methods: ['GET', 'HEAD', 'POST', 'OPTIONS', 'PUT', 'PATCH', 'DELETE'], allowedHeaders: 'reflect' }
+      ? {
+          origins: 'reflect',
+          credentials: true,
+          methods: ['GET', 'HEAD', 'POST', 'OPTIONS', 'PUT', 'PATCH', 'DELETE'],
+          allowedHeaders: 'reflect',
+        }
       : { origins: [] },
   });
   for (const schema of [User, Post, TokenPair, Pagination]) app.addSchema(schema);
-  await app.register(databasePlugin, { config: config.database, migrateOnStart: config.migrateOnStart, migrations, database: deps.database });
+  await app.register(databasePlugin, {
+    config: config.database,
+    migrateOnStart: config.migrateOnStart,
+    migrations,
+    database: deps.database,
+  });
   await app.register(cookies);
   await app.register(flaskBodies);
   await app.register(auth);
 
   app.get(
     '/',
-    { schema: { tags: ['ops'], summary: 'Redirect to the docs', response: { 302: Type.Unsafe<void>({ type: 'null', description: 'Location: /docs' }) } } },
+    {
+      schema: {
+        tags: ['ops'],
+        summary: 'Redirect to the docs',
+        response: { 302: Type.Unsafe<void>({ type: 'null', description: 'Location: /docs' }) },
+      },
+    },
     async (_request, reply) => reply.redirect('/docs', 302),
   );
   app.get(

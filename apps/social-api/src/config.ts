@@ -9,9 +9,14 @@ export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 5000, schema: 'social' }),
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development',
-    description: 'production: Secure/SameSite=None cookies with CORS, refuses the default SECRET_KEY and DISABLE_AUTH',
+    description:
+      'production: Secure/SameSite=None cookies with CORS, refuses the default SECRET_KEY and DISABLE_AUTH',
   }),
-  SECRET_KEY: Type.String({ minLength: 1, default: DEFAULT_SECRET_KEY, description: 'HS256 key of access and reset tokens and of signed cookies' }),
+  SECRET_KEY: Type.String({
+    minLength: 1,
+    default: DEFAULT_SECRET_KEY,
+    description: 'HS256 key of access and reset tokens and of signed cookies',
+  }),
   DISABLE_AUTH: EnvFlag(false, 'development only: every token endpoint acts as user 1'),
   ACCESS_TOKEN_MINUTES: Type.Number({ exclusiveMinimum: 0, default: 15 }),
   REFRESH_TOKEN_DAYS: Type.Number({ exclusiveMinimum: 0, default: 7 }),
@@ -22,7 +27,9 @@ export const EnvSchema = Type.Object({
   RESET_TOKEN_MINUTES: Type.Number({ exclusiveMinimum: 0, default: 15 }),
   PASSWORD_RESET_URL: Type.String({ default: 'http://localhost:3000/reset' }),
   USE_CORS: EnvFlag(true),
-  MAIL_SERVER: Type.Optional(Type.String({ description: 'SMTP host; unset: reset mails are written to the log' })),
+  MAIL_SERVER: Type.Optional(
+    Type.String({ description: 'SMTP host; unset: reset mails are written to the log' }),
+  ),
   MAIL_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: 25 }),
   MAIL_USE_TLS: EnvFlag(false),
   MAIL_USERNAME: Type.Optional(Type.String()),
@@ -72,7 +79,14 @@ export interface Config extends ServiceConfig {
   refreshTokenInBody: boolean;
   /** Attributes of the refresh token and OAuth2 state cookies (the Flask backend's rules). */
   cookie: { secure: boolean; sameSite: 'none' | 'lax' | 'strict' };
-  mail: { server?: string; port: number; useTls: boolean; username?: string; password?: string; sender: string };
+  mail: {
+    server?: string;
+    port: number;
+    useTls: boolean;
+    username?: string;
+    password?: string;
+    sender: string;
+  };
   oauth2: { redirectUri: string; providers: Record<string, OAuth2Provider> };
   argon2: { memoryCost: number; timeCost: number };
 }
@@ -108,10 +122,15 @@ function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Reco
     } catch {
       throw new Error('invalid configuration:\n  OAUTH2_PROVIDERS: not valid JSON');
     }
-    if (!extra || typeof extra !== 'object' || Array.isArray(extra)) throw new Error('invalid configuration:\n  OAUTH2_PROVIDERS: must be a JSON object');
+    if (!extra || typeof extra !== 'object' || Array.isArray(extra))
+      throw new Error('invalid configuration:\n  OAUTH2_PROVIDERS: must be a JSON object');
     for (const [name, raw] of Object.entries(extra)) {
-      if (!/^[a-z0-9_-]{1,32}$/.test(name)) throw new Error(`invalid configuration:\n  OAUTH2_PROVIDERS: bad provider name "${name}"`);
-      const p = parseEnv(OAuth2ProviderSchema, Object.fromEntries(Object.entries(raw as object).map(([k, v]) => [k, v])) as never);
+      if (!/^[a-z0-9_-]{1,32}$/.test(name))
+        throw new Error(`invalid configuration:\n  OAUTH2_PROVIDERS: bad provider name "${name}"`);
+      const p = parseEnv(
+        OAuth2ProviderSchema,
+        Object.fromEntries(Object.entries(raw as object).map(([k, v]) => [k, v])) as never,
+      );
       providers[name] = {
         clientId: p.client_id,
         clientSecret: p.client_secret,
@@ -129,10 +148,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parseEnv(EnvSchema, env);
   const mode = e.NODE_ENV;
   if (mode === 'production' && e.SECRET_KEY === DEFAULT_SECRET_KEY) {
-    throw new Error('invalid configuration:\n  SECRET_KEY: set a secret of your own in production (the default is public)');
+    throw new Error(
+      'invalid configuration:\n  SECRET_KEY: set a secret of your own in production (the default is public)',
+    );
   }
   const disableAuth = isOn(e.DISABLE_AUTH);
-  if (mode === 'production' && disableAuth) throw new Error('invalid configuration:\n  DISABLE_AUTH: development only, refused in production');
+  if (mode === 'production' && disableAuth)
+    throw new Error('invalid configuration:\n  DISABLE_AUTH: development only, refused in production');
   const useCors = isOn(e.USE_CORS);
   const development = mode !== 'production';
   return {

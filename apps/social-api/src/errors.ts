@@ -4,7 +4,8 @@ import { createError } from '@platform/http-kit';
  * Every error social-api raises itself. Descriptions are werkzeug's standard texts, as the Flask
  * backend sends them; the status's reason phrase becomes `message` (the error dialect adds it).
  */
-const E = (code: string, description: string, status: number) => createError(`SOCIAL_${code}`, description, status);
+const E = (code: string, description: string, status: number) =>
+  createError(`SOCIAL_${code}`, description, status);
 
 export const BadRequest = E(
   'BAD_REQUEST',

@@ -4,7 +4,8 @@ import { errorResponses, socialDialect } from '@platform/http-kit';
 import { NotFound } from './errors';
 
 /** OpenAPI error responses in the service's error format (every route can meet 500 and 503). */
-export const errors = (...statuses: number[]) => errorResponses(socialDialect, [...new Set([...statuses, 500, 503])].sort());
+export const errors = (...statuses: number[]) =>
+  errorResponses(socialDialect, [...new Set([...statuses, 500, 503])].sort());
 
 /** Error responses of a route that takes a JSON body: also malformed (400), too large (413), not JSON (415). */
 export const bodyErrors = (...statuses: number[]) => errors(400, 413, 415, ...statuses);

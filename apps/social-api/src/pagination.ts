@@ -6,16 +6,27 @@ export const MAX_LIMIT = 25;
 
 /** Query of every collection. Unknown parameters are ignored, as the Flask backend ignores them. */
 export const PageQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ description: `Page size; default and maximum ${MAX_LIMIT} (larger values are clamped and the clamped value reported)` })),
+  limit: Type.Optional(
+    Type.Integer({
+      description: `Page size; default and maximum ${MAX_LIMIT} (larger values are clamped and the clamped value reported)`,
+    }),
+  ),
   offset: Type.Optional(Type.Integer({ description: 'Items to skip (default 0); not with `after`' })),
-  after: Type.Optional(Type.String({ description: 'Start strictly after this sort key: a timestamp on posts, a username on follower lists; not with `offset`' })),
+  after: Type.Optional(
+    Type.String({
+      description:
+        'Start strictly after this sort key: a timestamp on posts, a username on follower lists; not with `offset`',
+    }),
+  ),
 });
 export type PageQuery = Static<typeof PageQuery>;
 
 export const Pagination = Type.Object(
   {
     limit: Type.Integer({ description: 'The page size used (after clamping)' }),
-    offset: Type.Integer({ description: 'Items before this page; in `after` mode, the items at or before the cursor' }),
+    offset: Type.Integer({
+      description: 'Items before this page; in `after` mode, the items at or before the cursor',
+    }),
     count: Type.Integer({ description: 'Items in `data`' }),
     total: Type.Integer({ description: 'Items in the whole collection' }),
   },
@@ -24,9 +35,14 @@ export const Pagination = Type.Object(
 export type Pagination = Static<typeof Pagination>;
 
 export const Paginated = <T extends TSchema>(item: T, id: string) =>
-  Type.Object({ pagination: Pagination, data: Type.Array(item) }, { $id: id, description: 'One page of a collection' });
+  Type.Object(
+    { pagination: Pagination, data: Type.Array(item) },
+    { $id: id, description: 'One page of a collection' },
+  );
 
-export type PageRequest<C> = { limit: number } & ({ mode: 'after'; after: C } | { mode: 'offset'; offset: number });
+export type PageRequest<C> = { limit: number } & (
+  { mode: 'after'; after: C } | { mode: 'offset'; offset: number }
+);
 
 /** What a collection's repository answers for one page. */
 export interface PageSource<T, C> {
@@ -35,7 +51,8 @@ export interface PageSource<T, C> {
   page(request: PageRequest<C>): Promise<T[]>;
 }
 
-const schemaError = (message: string) => new RequestValidationError([{ field: '_schema', message }], 'querystring');
+const schemaError = (message: string) =>
+  new RequestValidationError([{ field: '_schema', message }], 'querystring');
 
 /**
  * The Flask backend's pagination rules: `offset` and `after` exclude each other (a validation
@@ -44,7 +61,8 @@ const schemaError = (message: string) => new RequestValidationError([{ field: '_
  * into the collection's sort key (absent: the collection takes no cursor, a plain 400).
  */
 export function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) => C): PageRequest<C> {
-  if (query.offset !== undefined && query.after !== undefined) throw schemaError('Cannot specify both offset and after');
+  if (query.offset !== undefined && query.after !== undefined)
+    throw schemaError('Cannot specify both offset and after');
   const limit = Math.min(query.limit ?? MAX_LIMIT, MAX_LIMIT);
   if (limit <= 0) throw new BadRequest();
   if (query.after !== undefined) {
@@ -56,12 +74,21 @@ export function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) =
   return { mode: 'offset', limit, offset };
 }
 
-export async function paginate<T, R, C>(request: PageRequest<C>, source: PageSource<T, C>, serialize: (item: T) => R) {
+export async function paginate<T, R, C>(
+  request: PageRequest<C>,
+  source: PageSource<T, C>,
+  serialize: (item: T) => R,
+) {
   const { total, atOrBefore } = await source.count(request.mode === 'after' ? request.after : undefined);
   if (request.mode === 'offset' && total > 0 && request.offset >= total) throw new BadRequest();
   const items = total === 0 ? [] : await source.page(request);
   return {
-    pagination: { limit: request.limit, offset: request.mode === 'offset' ? request.offset : atOrBefore, count: items.length, total },
+    pagination: {
+      limit: request.limit,
+      offset: request.mode === 'offset' ? request.offset : atOrBefore,
+      count: items.length,
+      total,
+    },
     data: items.map(serialize),
   };
 }
@@ -73,12 +100,17 @@ export function parseTimestampCursor(after: string): Date {
   const text = after.trim();
   const zoned = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(text) ? text : `${text}Z`;
   const time = ISO_DATETIME.test(text) ? Date.parse(zoned) : NaN;
-  if (Number.isNaN(time)) throw new RequestValidationError([{ field: 'after', message: 'Not a valid datetime.' }], 'querystring');
+  if (Number.isNaN(time))
+    throw new RequestValidationError([{ field: 'after', message: 'Not a valid datetime.' }], 'querystring');
   return new Date(time);
 }
 
 /** An `after` username: any text (names sort bytewise, collation "C") but a NUL, which PostgreSQL text cannot hold. */
 export function parseUsernameCursor(after: string): string {
-  if (after.includes('\u0000')) throw new RequestValidationError([{ field: 'after', message: 'after must not contain NUL characters' }], 'querystring');
+  if (after.includes('\u0000'))
+    throw new RequestValidationError(
+      [{ field: 'after', message: 'after must not contain NUL characters' }],
+      'querystring',
+    );
   return after;
 }

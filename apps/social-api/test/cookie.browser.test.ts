@@ -99,7 +99,13 @@ function browserRefresh(page: Page, api: string, accessToken: string): Promise<F
 }
 
 /** A bearer request from inside the page; `body` is null for a 204. */
-function browserCall(page: Page, api: string, method: string, path: string, accessToken: string | null): Promise<FetchResult> {
+function browserCall(
+  page: Page,
+  api: string,
+  method: string,
+  path: string,
+  accessToken: string | null,
+): Promise<FetchResult> {
   return page.evaluate(
     async ({ api, method, path, accessToken }) => {
       const response = await fetch(`${api}${path}`, {
@@ -119,8 +125,16 @@ async function refreshCookieFor(url: string): Promise<Cookie | undefined> {
 }
 
 /** The Cookie header the browser really sent with the next request to `url` that `action` causes. */
-async function cookieHeaderSent(page: Page, method: string, url: string, action: () => Promise<unknown>): Promise<string> {
-  const [request] = await Promise.all([page.waitForRequest((r) => r.method() === method && r.url() === url), action()]);
+async function cookieHeaderSent(
+  page: Page,
+  method: string,
+  url: string,
+  action: () => Promise<unknown>,
+): Promise<string> {
+  const [request] = await Promise.all([
+    page.waitForRequest((r) => r.method() === method && r.url() === url),
+    action(),
+  ]);
   const response = await request.response();
   expect(response).not.toBeNull();
   return (await request.allHeaders()).cookie ?? '';
@@ -140,18 +154,37 @@ describe('the refresh_token cookie in Chromium', () => {
     expect(typeof firstAccess).toBe('string');
 
     const cookie = await refreshCookieFor(`${api}/api/tokens`);
-    expect(cookie).toMatchObject({ name: 'refresh_token', domain: '127.0.0.1', path: '/api/tokens', httpOnly: true, sameSite: 'Lax', secure: false, expires: -1 });
+    expect(cookie).toMatchObject({
+      name: 'refresh_token',
+      domain: '127.0.0.1',
+      path: '/api/tokens',
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure: false,
+      expires: -1,
+    });
     expect(cookie!.value.length).toBeGreaterThanOrEqual(20);
 
     // Scripts cannot read it, even on a page under /api/tokens; a non-HttpOnly cookie on the same
     // path is readable there, so the check is not vacuous.
     const url = new URL(api);
-    await context!.addCookies([{ name: 'visible', value: 'yes', domain: url.hostname, path: '/api/tokens', httpOnly: false, sameSite: 'Lax' }]);
+    await context!.addCookies([
+      {
+        name: 'visible',
+        value: 'yes',
+        domain: url.hostname,
+        path: '/api/tokens',
+        httpOnly: false,
+        sameSite: 'Lax',
+      },
+    ]);
     const inside = await newPage(`${api}/api/tokens/oauth2/no-such-provider`);
     const documentCookie = await inside.evaluate(() => String((globalThis as any).document.cookie));
     expect(documentCookie).toContain('visible=yes');
     expect(documentCookie).not.toContain('refresh_token');
-    expect(await page.evaluate(() => String((globalThis as any).document.cookie))).not.toContain('refresh_token');
+    expect(await page.evaluate(() => String((globalThis as any).document.cookie))).not.toContain(
+      'refresh_token',
+    );
     await inside.close();
 
     // Refresh with the access token only: the browser adds the cookie by itself.
@@ -166,7 +199,13 @@ describe('the refresh_token cookie in Chromium', () => {
     expect(secondAccess).not.toBe(firstAccess);
 
     const rotated = await refreshCookieFor(`${api}/api/tokens`);
-    expect(rotated).toMatchObject({ path: '/api/tokens', httpOnly: true, sameSite: 'Lax', secure: false, expires: -1 });
+    expect(rotated).toMatchObject({
+      path: '/api/tokens',
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure: false,
+      expires: -1,
+    });
     expect(rotated!.value).not.toBe(cookie!.value);
 
     // The new access token works; the cookie does not travel outside /api/tokens.
@@ -212,8 +251,17 @@ describe('the refresh_token cookie in Chromium', () => {
     const login = await browserLogin(page, api);
     expect(login.status).toBe(200);
     const cookie = await refreshCookieFor(`${api}/api/tokens`);
-    expect(cookie).toMatchObject({ domain: 'localhost', path: '/api/tokens', httpOnly: true, sameSite: 'Lax', secure: false, expires: -1 });
-    expect(await page.evaluate(() => String((globalThis as any).document.cookie))).not.toContain('refresh_token');
+    expect(cookie).toMatchObject({
+      domain: 'localhost',
+      path: '/api/tokens',
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure: false,
+      expires: -1,
+    });
+    expect(await page.evaluate(() => String((globalThis as any).document.cookie))).not.toContain(
+      'refresh_token',
+    );
 
     let refresh: FetchResult | undefined;
     const sent = await cookieHeaderSent(page, 'PUT', `${api}/api/tokens`, async () => {

@@ -32,7 +32,11 @@ interface Sent {
 }
 
 /** A request over HTTP; `token` adds the Bearer header, `json` a JSON body. Redirects are not followed. */
-async function call(method: string, path: string, options: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {}): Promise<Sent> {
+async function call(
+  method: string,
+  path: string,
+  options: { token?: string; json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<Sent> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | Buffer | undefined = options.body;
@@ -46,7 +50,10 @@ async function call(method: string, path: string, options: { token?: string; jso
 
 /** The Flask error envelope: exactly code, message and description (plus `errors` for validation), as JSON. */
 function expectError(res: Sent, status: number, message: string) {
-  expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({ status, type: expect.stringMatching(JSON_TYPE) });
+  expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({
+    status,
+    type: expect.stringMatching(JSON_TYPE),
+  });
   const body = JSON.parse(res.text);
   expect(body).toEqual({ code: status, message, description: expect.any(String) });
   expect(body.description.length).toBeGreaterThan(0);
@@ -85,7 +92,11 @@ describe('the error envelope on every error path', () => {
     ['POST', '/api/users', 'not json at all'],
     ['PUT', '/api/tokens', '{'],
   ])('malformed JSON on %s %s → 400 Bad Request without `errors`', async (method, path, body) => {
-    const res = await call(method, path, { token: alice.token, body, headers: { 'content-type': 'application/json' } });
+    const res = await call(method, path, {
+      token: alice.token,
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
     const json = expectError(res, 400, 'Bad Request');
     expect(json).not.toHaveProperty('errors');
   });
@@ -94,32 +105,73 @@ describe('the error envelope on every error path', () => {
     ['text/plain', 'text=hello'],
     ['application/x-www-form-urlencoded', 'text=hello'],
     ['application/xml', '<text>hello</text>'],
-    ['multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="text"\r\n\r\nhello\r\n--x--\r\n'],
+    [
+      'multipart/form-data; boundary=x',
+      '--x\r\nContent-Disposition: form-data; name="text"\r\n\r\nhello\r\n--x--\r\n',
+    ],
   ])('a %s body → 415 (only JSON bodies are read), and nothing is stored', async (type, body) => {
-    const before = (await s.database.db.selectFrom('posts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n;
-    expectError(await call('POST', '/api/posts', { token: alice.token, body, headers: { 'content-type': type } }), 415, 'Unsupported Media Type');
-    const after = (await s.database.db.selectFrom('posts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n;
+    const before = (
+      await s.database.db
+        .selectFrom('posts')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
+    expectError(
+      await call('POST', '/api/posts', { token: alice.token, body, headers: { 'content-type': type } }),
+      415,
+      'Unsupported Media Type',
+    );
+    const after = (
+      await s.database.db
+        .selectFrom('posts')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
     expect(after).toBe(before);
   });
 
   test('registration with a non-JSON body → 415 too', async () => {
-    expectError(await call('POST', '/api/users', { body: 'username=carol', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'Unsupported Media Type');
+    expectError(
+      await call('POST', '/api/users', {
+        body: 'username=carol',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'Unsupported Media Type',
+    );
   });
 
   test('an empty body is no body, whatever its declared type (follow and unfollow → 204)', async () => {
     for (const type of ['application/json', 'text/plain;charset=UTF-8', undefined]) {
       const headers: Record<string, string> = type ? { 'content-type': type } : {};
-      const followed = await call('POST', `/api/me/following/${bob.id}`, { token: alice.token, body: '', headers });
+      const followed = await call('POST', `/api/me/following/${bob.id}`, {
+        token: alice.token,
+        body: '',
+        headers,
+      });
       expect({ type, status: followed.status, text: followed.text }).toEqual({ type, status: 204, text: '' });
-      const unfollowed = await call('DELETE', `/api/me/following/${bob.id}`, { token: alice.token, body: '', headers });
-      expect({ type, status: unfollowed.status, text: unfollowed.text }).toEqual({ type, status: 204, text: '' });
+      const unfollowed = await call('DELETE', `/api/me/following/${bob.id}`, {
+        token: alice.token,
+        body: '',
+        headers,
+      });
+      expect({ type, status: unfollowed.status, text: unfollowed.text }).toEqual({
+        type,
+        status: 204,
+        text: '',
+      });
     }
   });
 
   test('an oversized body → 413 JSON (the limit is 64 KiB)', async () => {
-    const res = await call('POST', '/api/posts', { token: alice.token, json: { text: 'x'.repeat(70 * 1024) } });
+    const res = await call('POST', '/api/posts', {
+      token: alice.token,
+      json: { text: 'x'.repeat(70 * 1024) },
+    });
     expectError(res, 413, 'Payload Too Large');
-    const reg = await call('POST', '/api/users', { json: { username: 'huge', email: 'huge@example.com', password: 'p'.repeat(100 * 1024) } });
+    const reg = await call('POST', '/api/users', {
+      json: { username: 'huge', email: 'huge@example.com', password: 'p'.repeat(100 * 1024) },
+    });
     expectError(reg, 413, 'Payload Too Large');
   });
 
@@ -127,7 +179,9 @@ describe('the error envelope on every error path', () => {
     const anonymous = await call('GET', '/api/me');
     expectError(anonymous, 401, 'Unauthorized');
     expect(anonymous.headers.get('www-authenticate')).toBe(BEARER);
-    const badLogin = await call('POST', '/api/tokens', { headers: { authorization: basic('alice', 'wrong') } });
+    const badLogin = await call('POST', '/api/tokens', {
+      headers: { authorization: basic('alice', 'wrong') },
+    });
     expectError(badLogin, 401, 'Unauthorized');
     expect(badLogin.headers.get('www-authenticate')).toBe('Form');
   });
@@ -137,10 +191,28 @@ describe('NUL characters are a 400 (or a 404/401 where the name cannot exist), n
   test.each([
     ['a post text', 'POST', '/api/posts', { text: 'before\u0000after' }, 'text'],
     ['an about_me', 'PUT', '/api/me', { about_me: 'nul\u0000here' }, 'about_me'],
-    ['a registration username', 'POST', '/api/users', { username: 'nul\u0000name', email: 'nul@example.com', password: 'secret' }, 'username'],
-    ['a registration password', 'POST', '/api/users', { username: 'nulpass', email: 'nulpass@example.com', password: 'sec\u0000ret' }, 'password'],
+    [
+      'a registration username',
+      'POST',
+      '/api/users',
+      { username: 'nul\u0000name', email: 'nul@example.com', password: 'secret' },
+      'username',
+    ],
+    [
+      'a registration password',
+      'POST',
+      '/api/users',
+      { username: 'nulpass', email: 'nulpass@example.com', password: 'sec\u0000ret' },
+      'password',
+    ],
     ['a reset request address', 'POST', '/api/tokens/reset', { email: 'a\u0000@example.com' }, 'email'],
-    ['a refresh token', 'PUT', '/api/tokens', { access_token: 'x', refresh_token: '\u0000' }, 'refresh_token'],
+    [
+      'a refresh token',
+      'PUT',
+      '/api/tokens',
+      { access_token: 'x', refresh_token: '\u0000' },
+      'refresh_token',
+    ],
   ])('in %s (JSON string): 400 validation error on that field', async (_name, method, path, json, field) => {
     const res = await call(method, path, { token: alice.token, json });
     expect(res.status).toBe(400);
@@ -148,14 +220,26 @@ describe('NUL characters are a 400 (or a 404/401 where the name cannot exist), n
     const body = JSON.parse(res.text);
     expect(body).toMatchObject({ code: 400, message: 'Validation Error' });
     expect(Object.keys(body.errors.json)).toEqual([field]);
-    const stored = await s.database.db.selectFrom('users').select('about_me').where('id', '=', alice.id).executeTakeFirstOrThrow();
+    const stored = await s.database.db
+      .selectFrom('users')
+      .select('about_me')
+      .where('id', '=', alice.id)
+      .executeTakeFirstOrThrow();
     expect(stored.about_me).toBeNull();
-    expect(await s.database.db.selectFrom('posts').select('id').where('text', 'like', 'before%').execute()).toEqual([]);
-    expect(await s.database.db.selectFrom('users').select('id').where('username', 'like', 'nul%').execute()).toEqual([]);
+    expect(
+      await s.database.db.selectFrom('posts').select('id').where('text', 'like', 'before%').execute(),
+    ).toEqual([]);
+    expect(
+      await s.database.db.selectFrom('users').select('id').where('username', 'like', 'nul%').execute(),
+    ).toEqual([]);
   });
 
   test('in a JSON key: 400', async () => {
-    const res = await call('POST', '/api/posts', { token: alice.token, body: '{"te\\u0000xt": "hi"}', headers: { 'content-type': 'application/json' } });
+    const res = await call('POST', '/api/posts', {
+      token: alice.token,
+      body: '{"te\\u0000xt": "hi"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expect(JSON.parse(res.text)).toMatchObject({ code: 400, message: 'Validation Error' });
   });
@@ -165,10 +249,21 @@ describe('NUL characters are a 400 (or a 404/401 where the name cannot exist), n
   });
 
   test('in an `after` cursor: a validation error on the query, not a database error', async () => {
-    for (const path of [`/api/users/${alice.id}/following`, `/api/users/${alice.id}/followers`, '/api/me/following', '/api/me/followers', '/api/posts', '/api/feed']) {
+    for (const path of [
+      `/api/users/${alice.id}/following`,
+      `/api/users/${alice.id}/followers`,
+      '/api/me/following',
+      '/api/me/followers',
+      '/api/posts',
+      '/api/feed',
+    ]) {
       const res = await call('GET', `${path}?after=a%00b`, { token: alice.token });
       expect({ path, status: res.status }).toEqual({ path, status: 400 });
-      expect(JSON.parse(res.text)).toMatchObject({ code: 400, message: 'Validation Error', errors: { query: { after: [expect.any(String)] } } });
+      expect(JSON.parse(res.text)).toMatchObject({
+        code: 400,
+        message: 'Validation Error',
+        errors: { query: { after: [expect.any(String)] } },
+      });
     }
   });
 
@@ -191,11 +286,27 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
     const steps: [string, number, () => Promise<Sent>][] = [
       ['register', 201, () => call('POST', '/api/users', { json: carol })],
       ['register again', 400, () => call('POST', '/api/users', { json: carol })],
-      ['login', 200, () => call('POST', '/api/tokens', { headers: { authorization: basic('carol', 'secret') } })],
-      ['bad login', 401, () => call('POST', '/api/tokens', { headers: { authorization: basic('carol', 'nope') } })],
-      ['refresh with a bad pair', 401, () => call('PUT', '/api/tokens', { json: { access_token: 'x', refresh_token: 'y' } })],
+      [
+        'login',
+        200,
+        () => call('POST', '/api/tokens', { headers: { authorization: basic('carol', 'secret') } }),
+      ],
+      [
+        'bad login',
+        401,
+        () => call('POST', '/api/tokens', { headers: { authorization: basic('carol', 'nope') } }),
+      ],
+      [
+        'refresh with a bad pair',
+        401,
+        () => call('PUT', '/api/tokens', { json: { access_token: 'x', refresh_token: 'y' } }),
+      ],
       ['refresh without an access token', 400, () => call('PUT', '/api/tokens', { json: {} })],
-      ['reset with a bad token', 400, () => call('PUT', '/api/tokens/reset', { json: { token: 'bad', new_password: 'whatever' } })],
+      [
+        'reset with a bad token',
+        400,
+        () => call('PUT', '/api/tokens/reset', { json: { token: 'bad', new_password: 'whatever' } }),
+      ],
       ['unknown OAuth2 provider', 404, () => call('GET', '/api/tokens/oauth2/nowhere')],
       ['users', 200, () => call('GET', '/api/users', { token: alice.token })],
       ['user by id', 200, () => call('GET', `/api/users/${bob.id}`, { token: alice.token })],
@@ -203,17 +314,29 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
       ['no such user', 404, () => call('GET', '/api/users/nobody', { token: alice.token })],
       ['me', 200, () => call('GET', '/api/me', { token: alice.token })],
       ['edit me', 200, () => call('PUT', '/api/me', { token: alice.token, json: { about_me: 'hi' } })],
-      ['edit me badly', 400, () => call('PUT', '/api/me', { token: alice.token, json: { password: 'new-password' } })],
+      [
+        'edit me badly',
+        400,
+        () => call('PUT', '/api/me', { token: alice.token, json: { password: 'new-password' } }),
+      ],
       ['my following', 200, () => call('GET', '/api/me/following', { token: alice.token })],
       ['my followers', 200, () => call('GET', '/api/me/followers', { token: alice.token })],
       ['is following (no)', 404, () => call('GET', `/api/me/following/${bob.id}`, { token: alice.token })],
-      ['unfollow someone not followed', 409, () => call('DELETE', `/api/me/following/${bob.id}`, { token: alice.token })],
+      [
+        'unfollow someone not followed',
+        409,
+        () => call('DELETE', `/api/me/following/${bob.id}`, { token: alice.token }),
+      ],
       ['follow no one', 404, () => call('POST', '/api/me/following/987654', { token: alice.token })],
       ["bob's following", 200, () => call('GET', `/api/users/${bob.id}/following`, { token: alice.token })],
       ['post', 201, () => call('POST', '/api/posts', { token: alice.token, json: { text: 'a JSON world' } })],
       ['invalid post', 400, () => call('POST', '/api/posts', { token: alice.token, json: { text: '' } })],
       ['posts', 200, () => call('GET', '/api/posts', { token: alice.token })],
-      ['posts, offset and after', 400, () => call('GET', '/api/posts?offset=0&after=2024-01-01T00:00:00Z', { token: alice.token })],
+      [
+        'posts, offset and after',
+        400,
+        () => call('GET', '/api/posts?offset=0&after=2024-01-01T00:00:00Z', { token: alice.token }),
+      ],
       ['posts, negative offset', 400, () => call('GET', '/api/posts?offset=-1', { token: alice.token })],
       ["alice's posts", 200, () => call('GET', `/api/users/${alice.id}/posts`, { token: alice.token })],
       ['no such post', 404, () => call('GET', '/api/posts/987654', { token: alice.token })],
@@ -221,9 +344,25 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
       ['anonymous feed', 401, () => call('GET', '/api/feed')],
       ['unknown route', 404, () => call('GET', '/api/nothing')],
       ['wrong method', 405, () => call('PATCH', '/api/me', { token: alice.token })],
-      ['malformed JSON', 400, () => call('POST', '/api/users', { body: '{', headers: { 'content-type': 'application/json' } })],
-      ['text body', 415, () => call('POST', '/api/users', { body: 'x', headers: { 'content-type': 'text/plain' } })],
-      ['huge body', 413, () => call('POST', '/api/users', { body: JSON.stringify({ about_me: 'x'.repeat(70_000) }), headers: { 'content-type': 'application/json' } })],
+      [
+        'malformed JSON',
+        400,
+        () => call('POST', '/api/users', { body: '{', headers: { 'content-type': 'application/json' } }),
+      ],
+      [
+        'text body',
+        415,
+        () => call('POST', '/api/users', { body: 'x', headers: { 'content-type': 'text/plain' } }),
+      ],
+      [
+        'huge body',
+        413,
+        () =>
+          call('POST', '/api/users', {
+            body: JSON.stringify({ about_me: 'x'.repeat(70_000) }),
+            headers: { 'content-type': 'application/json' },
+          }),
+      ],
       ['healthz', 200, () => call('GET', '/healthz')],
       ['readyz', 200, () => call('GET', '/readyz')],
       ['apispec', 200, () => call('GET', '/apispec.json')],
@@ -231,8 +370,16 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
     ];
     // The post made above, edited and refused to someone else.
     steps.push(
-      ['edit my post', 200, async () => call('PUT', await lastPostUrl(), { token: alice.token, json: { text: 'edited' } })],
-      ["edit someone else's post", 403, async () => call('PUT', await lastPostUrl(), { token: bob.token, json: { text: 'mine now' } })],
+      [
+        'edit my post',
+        200,
+        async () => call('PUT', await lastPostUrl(), { token: alice.token, json: { text: 'edited' } }),
+      ],
+      [
+        "edit someone else's post",
+        403,
+        async () => call('PUT', await lastPostUrl(), { token: bob.token, json: { text: 'mine now' } }),
+      ],
     );
     for (const [name, status, send] of steps) {
       const res = await send();
@@ -242,7 +389,12 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
       } catch {
         parsed = undefined;
       }
-      expect({ name, status: res.status, type: res.headers.get('content-type'), json: parsed !== undefined && parsed !== null }).toEqual({
+      expect({
+        name,
+        status: res.status,
+        type: res.headers.get('content-type'),
+        json: parsed !== undefined && parsed !== null,
+      }).toEqual({
         name,
         status,
         type: expect.stringMatching(JSON_TYPE),
@@ -252,29 +404,75 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
   });
 
   async function lastPostUrl() {
-    const row = await s.database.db.selectFrom('posts').select('id').where('user_id', '=', alice.id).orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const row = await s.database.db
+      .selectFrom('posts')
+      .select('id')
+      .where('user_id', '=', alice.id)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     return `/api/posts/${row.id}`;
   }
 
   test('every 204 has an empty body', async () => {
     const dave = await s.register({ username: 'dave' });
-    const post = JSON.parse((await call('POST', '/api/posts', { token: dave.token, json: { text: 'bye' } })).text);
+    const post = JSON.parse(
+      (await call('POST', '/api/posts', { token: dave.token, json: { text: 'bye' } })).text,
+    );
     const steps: [string, () => Promise<Sent>][] = [
-      ['follow', () => call('POST', `/api/me/following/${bob.id}`, { token: dave.token, headers: { 'content-type': 'application/json' } })],
+      [
+        'follow',
+        () =>
+          call('POST', `/api/me/following/${bob.id}`, {
+            token: dave.token,
+            headers: { 'content-type': 'application/json' },
+          }),
+      ],
       ['is following', () => call('GET', `/api/me/following/${bob.id}`, { token: dave.token })],
-      ['unfollow', () => call('DELETE', `/api/me/following/${bob.id}`, { token: dave.token, headers: { 'content-type': 'application/json' } })],
-      ['reset request (known address)', () => call('POST', '/api/tokens/reset', { json: { email: 'dave@example.com' } })],
-      ['reset request (unknown address)', () => call('POST', '/api/tokens/reset', { json: { email: 'nobody@example.com' } })],
+      [
+        'unfollow',
+        () =>
+          call('DELETE', `/api/me/following/${bob.id}`, {
+            token: dave.token,
+            headers: { 'content-type': 'application/json' },
+          }),
+      ],
+      [
+        'reset request (known address)',
+        () => call('POST', '/api/tokens/reset', { json: { email: 'dave@example.com' } }),
+      ],
+      [
+        'reset request (unknown address)',
+        () => call('POST', '/api/tokens/reset', { json: { email: 'nobody@example.com' } }),
+      ],
       ['delete a post', () => call('DELETE', post.url, { token: dave.token })],
-      ['logout', () => call('DELETE', '/api/tokens', { token: dave.token, headers: { 'content-type': 'application/json' } })],
+      [
+        'logout',
+        () =>
+          call('DELETE', '/api/tokens', {
+            token: dave.token,
+            headers: { 'content-type': 'application/json' },
+          }),
+      ],
       [
         'CORS preflight',
-        () => call('OPTIONS', '/api/posts', { headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } }),
+        () =>
+          call('OPTIONS', '/api/posts', {
+            headers: {
+              origin: ORIGIN,
+              'access-control-request-method': 'POST',
+              'access-control-request-headers': 'authorization,content-type',
+            },
+          }),
       ],
     ];
     for (const [name, send] of steps) {
       const res = await send();
-      expect({ name, status: res.status, text: res.text, length: res.headers.get('content-length') ?? '0' }).toEqual({ name, status: 204, text: '', length: '0' });
+      expect({
+        name,
+        status: res.status,
+        text: res.text,
+        length: res.headers.get('content-length') ?? '0',
+      }).toEqual({ name, status: 204, text: '', length: '0' });
     }
   });
 
@@ -286,7 +484,12 @@ describe('response bodies: JSON unless 204, empty when 204', () => {
 });
 
 describe('the docs', () => {
-  type Schema = { $ref?: string; type?: string; properties?: Record<string, unknown>; additionalProperties?: unknown };
+  type Schema = {
+    $ref?: string;
+    type?: string;
+    properties?: Record<string, unknown>;
+    additionalProperties?: unknown;
+  };
   type Operation = {
     tags?: string[];
     summary?: string;
@@ -333,7 +536,16 @@ describe('the docs', () => {
     ['get', '/api/users/{id}/posts', 'posts', 'api_key'],
     ['get', '/api/feed', 'posts', 'api_key'],
   ];
-  const WITH_BODY = new Set(['put /api/tokens', 'post /api/tokens/reset', 'put /api/tokens/reset', 'post /api/tokens/oauth2/{provider}', 'post /api/users', 'put /api/me', 'post /api/posts', 'put /api/posts/{id}']);
+  const WITH_BODY = new Set([
+    'put /api/tokens',
+    'post /api/tokens/reset',
+    'put /api/tokens/reset',
+    'post /api/tokens/oauth2/{provider}',
+    'post /api/users',
+    'put /api/me',
+    'post /api/posts',
+    'put /api/posts/{id}',
+  ]);
 
   beforeAll(async () => {
     const res = await call('GET', '/docs/json');
@@ -363,14 +575,40 @@ describe('the docs', () => {
   });
 
   test('named components: User, Post, Token, Pagination and the SocialError envelope', () => {
-    for (const name of ['User', 'Post', 'Token', 'Pagination', 'SocialError']) expect({ name, defined: doc.components.schemas[name] !== undefined }).toEqual({ name, defined: true });
-    expect(Object.keys(doc.components.schemas.User.properties ?? {}).sort()).toEqual(
-      ['about_me', 'avatar_url', 'email', 'first_seen', 'has_password', 'id', 'last_seen', 'posts_url', 'url', 'username'],
+    for (const name of ['User', 'Post', 'Token', 'Pagination', 'SocialError'])
+      expect({ name, defined: doc.components.schemas[name] !== undefined }).toEqual({ name, defined: true });
+    expect(Object.keys(doc.components.schemas.User.properties ?? {}).sort()).toEqual([
+      'about_me',
+      'avatar_url',
+      'email',
+      'first_seen',
+      'has_password',
+      'id',
+      'last_seen',
+      'posts_url',
+      'url',
+      'username',
+    ]);
+    expect(Object.keys(doc.components.schemas.Post.properties ?? {}).sort()).toEqual([
+      'author',
+      'id',
+      'text',
+      'timestamp',
+      'url',
+    ]);
+    expect(Object.keys(doc.components.schemas.Token.properties ?? {}).sort()).toEqual([
+      'access_token',
+      'refresh_token',
+    ]);
+    expect(Object.keys(doc.components.schemas.Pagination.properties ?? {}).sort()).toEqual([
+      'count',
+      'limit',
+      'offset',
+      'total',
+    ]);
+    expect(Object.keys(doc.components.schemas.SocialError.properties ?? {})).toEqual(
+      expect.arrayContaining(['code', 'message', 'description', 'errors']),
     );
-    expect(Object.keys(doc.components.schemas.Post.properties ?? {}).sort()).toEqual(['author', 'id', 'text', 'timestamp', 'url']);
-    expect(Object.keys(doc.components.schemas.Token.properties ?? {}).sort()).toEqual(['access_token', 'refresh_token']);
-    expect(Object.keys(doc.components.schemas.Pagination.properties ?? {}).sort()).toEqual(['count', 'limit', 'offset', 'total']);
-    expect(Object.keys(doc.components.schemas.SocialError.properties ?? {})).toEqual(expect.arrayContaining(['code', 'message', 'description', 'errors']));
   });
 
   test('the /api operations are exactly the contract endpoints', () => {
@@ -381,37 +619,47 @@ describe('the docs', () => {
     expect(documented).toEqual(OPERATIONS.map(([method, path]) => `${method} ${path}`).sort());
   });
 
-  test.each(OPERATIONS)('%s %s: tag, summary, security, success and error responses', (method, path, tag, security) => {
-    const op = doc.paths[path][method];
-    expect(op.tags).toEqual([tag]);
-    expect(op.summary?.trim().length).toBeGreaterThan(0);
-    if (security) expect(op.security).toEqual([{ [security]: [] }]);
-    else expect(op.security ?? []).toEqual([]);
+  test.each(OPERATIONS)(
+    '%s %s: tag, summary, security, success and error responses',
+    (method, path, tag, security) => {
+      const op = doc.paths[path][method];
+      expect(op.tags).toEqual([tag]);
+      expect(op.summary?.trim().length).toBeGreaterThan(0);
+      if (security) expect(op.security).toEqual([{ [security]: [] }]);
+      else expect(op.security ?? []).toEqual([]);
 
-    const statuses = Object.keys(op.responses);
-    const successes = statuses.filter((s) => /^[23]\d\d$/.test(s));
-    expect(successes).toHaveLength(1);
-    const [success] = successes;
-    expect(op.responses[success].description?.length).toBeGreaterThan(0);
-    if (success === '200' || success === '201') {
-      const schema = op.responses[success].content?.['application/json']?.schema;
-      expect(schema?.$ref ?? schema?.type).toBeDefined();
-      if (!schema?.$ref) expect(Object.keys(schema?.properties ?? {}).length).toBeGreaterThan(0);
-    } else {
-      // 204 and 302 carry no body, and the document says so (no content).
-      expect(op.responses[success].content).toBeUndefined();
-    }
+      const statuses = Object.keys(op.responses);
+      const successes = statuses.filter((s) => /^[23]\d\d$/.test(s));
+      expect(successes).toHaveLength(1);
+      const [success] = successes;
+      expect(op.responses[success].description?.length).toBeGreaterThan(0);
+      if (success === '200' || success === '201') {
+        const schema = op.responses[success].content?.['application/json']?.schema;
+        expect(schema?.$ref ?? schema?.type).toBeDefined();
+        if (!schema?.$ref) expect(Object.keys(schema?.properties ?? {}).length).toBeGreaterThan(0);
+      } else {
+        // 204 and 302 carry no body, and the document says so (no content).
+        expect(op.responses[success].content).toBeUndefined();
+      }
 
-    const failures = statuses.filter((s) => /^[45]\d\d$/.test(s));
-    expect(failures).toEqual(expect.arrayContaining(['500', '503']));
-    if (security === 'api_key' || security === 'basic_auth') expect(failures).toContain('401');
-    if (WITH_BODY.has(`${method} ${path}`)) expect(failures).toEqual(expect.arrayContaining(['400', '413', '415']));
-    for (const status of failures) {
-      const response = op.responses[status];
-      expect({ status, description: (response.description?.length ?? 0) > 0 }).toEqual({ status, description: true });
-      expect({ status, content: response.content }).toEqual({ status, content: { 'application/json': { schema: { $ref: '#/components/schemas/SocialError' } } } });
-    }
-  });
+      const failures = statuses.filter((s) => /^[45]\d\d$/.test(s));
+      expect(failures).toEqual(expect.arrayContaining(['500', '503']));
+      if (security === 'api_key' || security === 'basic_auth') expect(failures).toContain('401');
+      if (WITH_BODY.has(`${method} ${path}`))
+        expect(failures).toEqual(expect.arrayContaining(['400', '413', '415']));
+      for (const status of failures) {
+        const response = op.responses[status];
+        expect({ status, description: (response.description?.length ?? 0) > 0 }).toEqual({
+          status,
+          description: true,
+        });
+        expect({ status, content: response.content }).toEqual({
+          status,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/SocialError' } } },
+        });
+      }
+    },
+  );
 
   test.each([...WITH_BODY])('%s documents its JSON request body', (operation) => {
     const [method, path] = operation.split(' ');
@@ -422,7 +670,10 @@ describe('the docs', () => {
   });
 
   test('the request bodies name the fields the client sends', () => {
-    const fields = (method: string, path: string) => Object.keys(doc.paths[path][method].requestBody?.content?.['application/json']?.schema?.properties ?? {}).sort();
+    const fields = (method: string, path: string) =>
+      Object.keys(
+        doc.paths[path][method].requestBody?.content?.['application/json']?.schema?.properties ?? {},
+      ).sort();
     expect(fields('post', '/api/users')).toEqual(['about_me', 'email', 'password', 'username']);
     expect(fields('put', '/api/me')).toEqual(['about_me', 'email', 'old_password', 'password', 'username']);
     expect(fields('post', '/api/posts')).toEqual(['text']);
@@ -470,7 +721,11 @@ describe('CORS', () => {
 
   test('a preflight needs no token and allows the Authorization header and every method the client uses', async () => {
     const res = await call('OPTIONS', '/api/me', {
-      headers: { origin: ORIGIN, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,content-type' },
+      headers: {
+        origin: ORIGIN,
+        'access-control-request-method': 'PUT',
+        'access-control-request-headers': 'authorization,content-type',
+      },
     });
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
@@ -481,7 +736,9 @@ describe('CORS', () => {
   });
 
   test('the login answers a cross-origin call with the refresh cookie allowed through', async () => {
-    const res = await call('POST', '/api/tokens', { headers: { origin: ORIGIN, authorization: basic('alice', 'password') } });
+    const res = await call('POST', '/api/tokens', {
+      headers: { origin: ORIGIN, authorization: basic('alice', 'password') },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
     expect(res.headers.get('access-control-allow-credentials')).toBe('true');
@@ -503,7 +760,11 @@ describe('CORS', () => {
         plain.as(null, {
           method: 'OPTIONS',
           url: '/api/me',
-          headers: { origin: ORIGIN, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+          headers: {
+            origin: ORIGIN,
+            'access-control-request-method': 'GET',
+            'access-control-request-headers': 'authorization',
+          },
         }),
       ];
       const responses = await Promise.all(requests);

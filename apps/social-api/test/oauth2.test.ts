@@ -1,5 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
@@ -81,7 +86,8 @@ async function startFakeProvider(): Promise<FakeProvider> {
           return sendJson(res, 401, { error: 'invalid_grant' });
         }
         grants.delete(form.code); // codes are single use, as with real providers
-        if (grant.tokenStatus && grant.tokenStatus !== 200) return sendJson(res, grant.tokenStatus, { error: 'server_error' });
+        if (grant.tokenStatus && grant.tokenStatus !== 200)
+          return sendJson(res, grant.tokenStatus, { error: 'server_error' });
         if (grant.tokenBody !== undefined) return sendJson(res, 200, grant.tokenBody);
         const accessToken = `at-${randomBytes(12).toString('hex')}`;
         issued.set(accessToken, grant);
@@ -92,7 +98,8 @@ async function startFakeProvider(): Promise<FakeProvider> {
         const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
         const grant = bearer ? issued.get(bearer) : undefined;
         if (!grant) return sendJson(res, 401, { error: 'invalid_token' });
-        if (grant.userinfoStatus && grant.userinfoStatus !== 200) return sendJson(res, grant.userinfoStatus, { error: 'nope' });
+        if (grant.userinfoStatus && grant.userinfoStatus !== 200)
+          return sendJson(res, grant.userinfoStatus, { error: 'nope' });
         return sendJson(res, 200, grant.userinfo);
       }
       return sendJson(res, 404, { error: 'not found' });
@@ -123,16 +130,22 @@ async function closedPort(): Promise<number> {
 }
 
 /** `name=value` of a Set-Cookie header, as a browser would send it back. */
-function setCookie(response: LightMyRequestResponse, name: string): { pair: string; attributes: string } | undefined {
+function setCookie(
+  response: LightMyRequestResponse,
+  name: string,
+): { pair: string; attributes: string } | undefined {
   const raw = response.headers['set-cookie'];
   const all = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
   const header = all.find((c) => c.startsWith(`${name}=`));
   if (!header) return undefined;
   const semicolon = header.indexOf(';');
-  return semicolon < 0 ? { pair: header, attributes: '' } : { pair: header.slice(0, semicolon), attributes: header.slice(semicolon + 1) };
+  return semicolon < 0
+    ? { pair: header, attributes: '' }
+    : { pair: header.slice(0, semicolon), attributes: header.slice(semicolon + 1) };
 }
 
-const isValidUsername = (name: string) => /^\p{L}/u.test(name) && [...name].length >= 3 && [...name].length <= 64;
+const isValidUsername = (name: string) =>
+  /^\p{L}/u.test(name) && [...name].length >= 3 && [...name].length <= 64;
 
 describe('OAuth2 login', () => {
   let provider: FakeProvider;
@@ -180,15 +193,31 @@ describe('OAuth2 login', () => {
     const location = new URL(response.headers.location as string);
     const cookie = setCookie(response, 'oauth2_state');
     if (!cookie) throw new Error('no state cookie');
-    return { response, location, state: location.searchParams.get('state') as string, cookie: cookie.pair, cookieAttributes: cookie.attributes };
+    return {
+      response,
+      location,
+      state: location.searchParams.get('state') as string,
+      cookie: cookie.pair,
+      cookieAttributes: cookie.attributes,
+    };
   };
 
   /** The second leg: the client posts the code and state it got back, with whatever cookie it has. */
   const finish = (name: string, body: Record<string, unknown>, cookie?: string) =>
-    t.app.inject({ method: 'POST', url: `/api/tokens/oauth2/${name}`, payload: body, headers: cookie ? { cookie } : {} });
+    t.app.inject({
+      method: 'POST',
+      url: `/api/tokens/oauth2/${name}`,
+      payload: body,
+      headers: cookie ? { cookie } : {},
+    });
 
   const userCount = async () =>
-    (await t.database.db.selectFrom('users').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).n;
+    (
+      await t.database.db
+        .selectFrom('users')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
 
   const me = async (login: LightMyRequestResponse) => {
     expect(login.statusCode).toBe(200);
@@ -215,7 +244,9 @@ describe('OAuth2 login', () => {
 
     // Built-in providers exist only when configured; prototype names are not providers either.
     expect((await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/github' })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/constructor' })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/constructor' })).statusCode).toBe(
+      404,
+    );
   });
 
   test('GET redirects to the authorize URL with client_id, redirect_uri, response_type, scope and state; the state goes in a signed HttpOnly cookie', async () => {
@@ -241,7 +272,9 @@ describe('OAuth2 login', () => {
 
     const other = await start('bar');
     expect(other.location.searchParams.get('client_id')).toBe('bar-client');
-    expect(other.location.searchParams.get('redirect_uri')).toBe('https://client.example.test/oauth2/bar/callback');
+    expect(other.location.searchParams.get('redirect_uri')).toBe(
+      'https://client.example.test/oauth2/bar/callback',
+    );
     expect(other.location.searchParams.get('scope')).toBe('c');
     expect(other.state).not.toBe(state);
   });
@@ -262,7 +295,13 @@ describe('OAuth2 login', () => {
       {
         contentType: expect.stringMatching(/^application\/x-www-form-urlencoded/),
         accept: expect.stringMatching(/application\/json/),
-        form: { client_id: 'foo-client', client_secret: 'foo-secret', code, grant_type: 'authorization_code', redirect_uri: redirectFor('foo') },
+        form: {
+          client_id: 'foo-client',
+          client_secret: 'foo-secret',
+          code,
+          grant_type: 'authorization_code',
+          redirect_uri: redirectFor('foo'),
+        },
       },
     ]);
     expect(provider.userinfoAuthorizations.at(-1)).toMatch(/^Bearer at-/);
@@ -270,7 +309,11 @@ describe('OAuth2 login', () => {
     const user = await me(login);
     expect(user).toMatchObject({ username: 'newbie', email: 'newbie@example.org', has_password: false });
     expect(await userCount()).toBe(users + 1);
-    const row = await t.database.db.selectFrom('users').select('password_hash').where('id', '=', user.id).executeTakeFirstOrThrow();
+    const row = await t.database.db
+      .selectFrom('users')
+      .select('password_hash')
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow();
     expect(row.password_hash).toBeNull();
 
     // Logging in again with the same address finds that user.
@@ -283,7 +326,12 @@ describe('OAuth2 login', () => {
     const carol = await t.register({ username: 'carol', email: 'carol@example.com', password: 'carol-pw' });
     const users = await userCount();
     const user = await me(await loginWith({ email: 'CAROL@Example.COM' }));
-    expect(user).toMatchObject({ id: carol.id, username: 'carol', email: 'carol@example.com', has_password: true });
+    expect(user).toMatchObject({
+      id: carol.id,
+      username: 'carol',
+      email: 'carol@example.com',
+      has_password: true,
+    });
     expect(await userCount()).toBe(users);
     // Their password still works.
     expect((await t.login('carol', 'carol-pw')).statusCode).toBe(200);
@@ -303,13 +351,26 @@ describe('OAuth2 login', () => {
     expect((await finish('foo', { code, state: noCookie.state })).statusCode).toBe(401);
 
     const tampered = await start();
-    const [name, value] = [tampered.cookie.slice(0, tampered.cookie.indexOf('=')), tampered.cookie.slice(tampered.cookie.indexOf('=') + 1)];
+    const [name, value] = [
+      tampered.cookie.slice(0, tampered.cookie.indexOf('=')),
+      tampered.cookie.slice(tampered.cookie.indexOf('=') + 1),
+    ];
     const flipped = value.slice(0, -1) + (value.endsWith('A') ? 'B' : 'A');
     expect((await finish('foo', { code, state: tampered.state }, `${name}=${flipped}`)).statusCode).toBe(401);
 
     const unsigned = await start();
-    expect((await finish('foo', { code, state: unsigned.state }, `oauth2_state=${encodeURIComponent(`foo:${unsigned.state}`)}`)).statusCode).toBe(401);
-    expect((await finish('foo', { code, state: unsigned.state }, `oauth2_state=${unsigned.state}`)).statusCode).toBe(401);
+    expect(
+      (
+        await finish(
+          'foo',
+          { code, state: unsigned.state },
+          `oauth2_state=${encodeURIComponent(`foo:${unsigned.state}`)}`,
+        )
+      ).statusCode,
+    ).toBe(401);
+    expect(
+      (await finish('foo', { code, state: unsigned.state }, `oauth2_state=${unsigned.state}`)).statusCode,
+    ).toBe(401);
 
     // A genuine cookie, but issued for another provider.
     const fromBar = await start('bar');
@@ -322,24 +383,46 @@ describe('OAuth2 login', () => {
 
   test('the state cookie is single use: the answer clears it, and replaying it is a 401', async () => {
     const { state, cookie } = await start();
-    const first = await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state }, cookie);
+    const first = await finish(
+      'foo',
+      { code: grant({ userinfo: { email: 'once@example.org' } }), state },
+      cookie,
+    );
     expect(first.statusCode).toBe(200);
     const cleared = setCookie(first, 'oauth2_state');
     expect(cleared?.attributes).toMatch(/Expires=Thu, 01 Jan 1970|Max-Age=0/i);
 
     // A client that kept the cookie anyway, with a fresh code the provider would honour.
-    const replay = await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state }, cookie);
+    const replay = await finish(
+      'foo',
+      { code: grant({ userinfo: { email: 'once@example.org' } }), state },
+      cookie,
+    );
     expect(replay.statusCode).toBe(401);
 
     // A state spent by a failed exchange is spent too.
     const failed = await start();
-    expect((await finish('foo', { code: grant({ tokenStatus: 500 }), state: failed.state }, failed.cookie)).statusCode).toBe(401);
-    expect((await finish('foo', { code: grant({ userinfo: { email: 'once@example.org' } }), state: failed.state }, failed.cookie)).statusCode).toBe(401);
+    expect(
+      (await finish('foo', { code: grant({ tokenStatus: 500 }), state: failed.state }, failed.cookie))
+        .statusCode,
+    ).toBe(401);
+    expect(
+      (
+        await finish(
+          'foo',
+          { code: grant({ userinfo: { email: 'once@example.org' } }), state: failed.state },
+          failed.cookie,
+        )
+      ).statusCode,
+    ).toBe(401);
   });
 
   test('a spent state stays spent on every instance of the service (it is recorded in the database)', async () => {
     const { state, cookie } = await start();
-    expect((await finish('foo', { code: grant({ userinfo: { email: 'twice@example.org' } }), state }, cookie)).statusCode).toBe(200);
+    expect(
+      (await finish('foo', { code: grant({ userinfo: { email: 'twice@example.org' } }), state }, cookie))
+        .statusCode,
+    ).toBe(200);
     // A second instance over the same database (same secret and providers), as behind a load balancer.
     const other = await buildApp(t.config, { database: t.database, clock: t.clock.now });
     try {
@@ -366,7 +449,12 @@ describe('OAuth2 login', () => {
 
   test('a failed code exchange is a 401: provider 401, provider 500, or a 200 without access_token', async () => {
     const users = await userCount();
-    for (const g of [{ tokenStatus: 401 }, { tokenStatus: 500 }, { tokenBody: { error: 'bad_verification_code' } }, { tokenBody: { access_token: '' } }]) {
+    for (const g of [
+      { tokenStatus: 401 },
+      { tokenStatus: 500 },
+      { tokenBody: { error: 'bad_verification_code' } },
+      { tokenBody: { access_token: '' } },
+    ]) {
       const { state, cookie } = await start();
       const response = await finish('foo', { code: grant(g), state }, cookie);
       expect(response.statusCode).toBe(401);
@@ -418,9 +506,20 @@ describe('OAuth2 login', () => {
   });
 
   test('local parts that break the username rules still give valid usernames', async () => {
-    const viewer = await t.register({ username: 'viewer', email: 'viewer@example.com', password: 'viewer-pw' });
+    const viewer = await t.register({
+      username: 'viewer',
+      email: 'viewer@example.com',
+      password: 'viewer-pw',
+    });
     const long = `a${'b'.repeat(63)}`; // 64 characters: a valid local part, near the username limit
-    for (const email of ['1x@example.org', '_under@example.org', 'ab@example.org', 'z@example.org', `${long}@example.org`, `${long}@example.net`]) {
+    for (const email of [
+      '1x@example.org',
+      '_under@example.org',
+      'ab@example.org',
+      'z@example.org',
+      `${long}@example.org`,
+      `${long}@example.net`,
+    ]) {
       const user = await me(await loginWith({ email }));
       expect(user.email).toBe(email);
       expect(isValidUsername(user.username)).toBe(true);
@@ -444,14 +543,23 @@ describe('OAuth2 login', () => {
     const { state, cookie } = await start();
     const noCode = await finish('foo', { state }, cookie);
     expect(noCode.statusCode).toBe(400);
-    expect(noCode.json()).toMatchObject({ message: 'Validation Error', errors: { json: { code: ['Missing data for required field.'] } } });
+    expect(noCode.json()).toMatchObject({
+      message: 'Validation Error',
+      errors: { json: { code: ['Missing data for required field.'] } },
+    });
 
     const empty = await finish('foo', {}, cookie);
     expect(empty.statusCode).toBe(400);
-    expect(empty.json().errors.json).toEqual({ code: ['Missing data for required field.'], state: ['Missing data for required field.'] });
+    expect(empty.json().errors.json).toEqual({
+      code: ['Missing data for required field.'],
+      state: ['Missing data for required field.'],
+    });
 
     // A refused body did not spend the state.
-    expect((await finish('foo', { code: grant({ userinfo: { email: 'retry@example.org' } }), state }, cookie)).statusCode).toBe(200);
+    expect(
+      (await finish('foo', { code: grant({ userinfo: { email: 'retry@example.org' } }), state }, cookie))
+        .statusCode,
+    ).toBe(200);
   });
 
   // Last: it moves the clock.
@@ -459,8 +567,24 @@ describe('OAuth2 login', () => {
     const stale = await start();
     const fresh = await start();
     t.clock.advance(10 * 60_000 - 5_000);
-    expect((await finish('foo', { code: grant({ userinfo: { email: 'intime@example.org' } }), state: fresh.state }, fresh.cookie)).statusCode).toBe(200);
+    expect(
+      (
+        await finish(
+          'foo',
+          { code: grant({ userinfo: { email: 'intime@example.org' } }), state: fresh.state },
+          fresh.cookie,
+        )
+      ).statusCode,
+    ).toBe(200);
     t.clock.advance(6_000);
-    expect((await finish('foo', { code: grant({ userinfo: { email: 'late@example.org' } }), state: stale.state }, stale.cookie)).statusCode).toBe(401);
+    expect(
+      (
+        await finish(
+          'foo',
+          { code: grant({ userinfo: { email: 'late@example.org' } }), state: stale.state },
+          stale.cookie,
+        )
+      ).statusCode,
+    ).toBe(401);
   });
 });

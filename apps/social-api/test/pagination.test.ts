@@ -120,15 +120,13 @@ describe('the 105 posts and the 26 followers', () => {
     const rows = await db
       .insertInto('users')
       .values(
-        [...followerNames]
-          .reverse()
-          .map((username) => ({
-            username,
-            email: `${username}@example.com`,
-            password_hash: null,
-            first_seen: now,
-            last_seen: now,
-          })),
+        [...followerNames].reverse().map((username) => ({
+          username,
+          email: `${username}@example.com`,
+          password_hash: null,
+          first_seen: now,
+          last_seen: now,
+        })),
       )
       .returning('id')
       .execute();

@@ -9,18 +9,35 @@ import { buildTestApp, type TestApp, type TestUser } from './support/app';
  */
 
 const MS_ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const USER_KEYS = ['about_me', 'avatar_url', 'email', 'first_seen', 'has_password', 'id', 'last_seen', 'posts_url', 'url', 'username'];
-const VALIDATION = { code: 400, message: 'Validation Error', description: 'The server found one or more errors in the information that you sent.' };
+const USER_KEYS = [
+  'about_me',
+  'avatar_url',
+  'email',
+  'first_seen',
+  'has_password',
+  'id',
+  'last_seen',
+  'posts_url',
+  'url',
+  'username',
+];
+const VALIDATION = {
+  code: 400,
+  message: 'Validation Error',
+  description: 'The server found one or more errors in the information that you sent.',
+};
 const LENGTH = 'Length must be between 1 and 280.';
 const FORBIDDEN = {
   code: 403,
   message: 'Forbidden',
-  description: "You don't have the permission to access the requested resource. It is either read-protected or not readable by the server.",
+  description:
+    "You don't have the permission to access the requested resource. It is either read-protected or not readable by the server.",
 };
 const NOT_FOUND = {
   code: 404,
   message: 'Not Found',
-  description: 'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
+  description:
+    'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
 };
 const UNAUTHORIZED = {
   code: 401,
@@ -47,7 +64,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => t?.close());
 
-const createPost = (token: string, payload: unknown) => t.as(token, { method: 'POST', url: '/api/posts', payload: payload as never });
+const createPost = (token: string, payload: unknown) =>
+  t.as(token, { method: 'POST', url: '/api/posts', payload: payload as never });
 const getJson = (token: string, url: string) => t.as(token, { method: 'GET', url });
 /** Creates a post one second after the previous one (the test clock), so "newest first" is unambiguous. */
 async function post(user: TestUser, text: string): Promise<PostJson> {
@@ -74,7 +92,11 @@ function expectNewestFirst(posts: PostJson[]) {
   for (let i = 1; i < posts.length; i++) {
     const [newer, older] = [posts[i - 1], posts[i]];
     const order = Date.parse(newer.timestamp) - Date.parse(older.timestamp) || newer.id - older.id;
-    expect({ newer: newer.id, older: older.id, inOrder: order > 0 }).toEqual({ newer: newer.id, older: older.id, inOrder: true });
+    expect({ newer: newer.id, older: older.id, inOrder: order > 0 }).toEqual({
+      newer: newer.id,
+      older: older.id,
+      inOrder: true,
+    });
   }
 }
 function expectValidation(res: LightMyRequestResponse, fields: Record<string, string[]>) {
@@ -109,7 +131,13 @@ describe('POST /api/posts', () => {
     const { last_seen: _a, ...authorRest } = body.author;
     const { last_seen: _b, ...meRest } = me;
     expect(authorRest).toEqual(meRest);
-    expect(body.author).toMatchObject({ id: author.id, username: 'writer', url: `/api/users/${author.id}`, posts_url: `/api/users/${author.id}/posts`, has_password: true });
+    expect(body.author).toMatchObject({
+      id: author.id,
+      username: 'writer',
+      url: `/api/users/${author.id}`,
+      posts_url: `/api/users/${author.id}/posts`,
+      has_password: true,
+    });
   });
 
   test('the created post reads back identically, and its text is stored as sent (no trimming)', async () => {
@@ -126,7 +154,11 @@ describe('POST /api/posts', () => {
   test.each([
     ['empty text', { text: '' }, { text: [LENGTH] }],
     ['281 characters', { text: 'x'.repeat(281) }, { text: [LENGTH] }],
-    ['281 emoji (counted as characters, not UTF-16 units or bytes)', { text: '😀'.repeat(281) }, { text: [LENGTH] }],
+    [
+      '281 emoji (counted as characters, not UTF-16 units or bytes)',
+      { text: '😀'.repeat(281) },
+      { text: [LENGTH] },
+    ],
     ['no text', {}, { text: ['Missing data for required field.'] }],
     ['null text', { text: null }, { text: ['Field may not be null.'] }],
     ['a number as text', { text: 42 }, { text: ['Not a valid string.'] }],
@@ -139,15 +171,27 @@ describe('POST /api/posts', () => {
   });
 
   test('a JSON body that is not an object is a validation error on _schema', async () => {
-    const res = await t.as(author.token, { method: 'POST', url: '/api/posts', payload: '["text"]', headers: { 'content-type': 'application/json' } });
+    const res = await t.as(author.token, {
+      method: 'POST',
+      url: '/api/posts',
+      payload: '["text"]',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().errors.json).toEqual({ _schema: [expect.any(String)] });
   });
 
   test('no body at all is "Missing data for required field."', async () => {
-    expectValidation(await t.as(author.token, { method: 'POST', url: '/api/posts', headers: { 'content-type': 'application/json' } }), {
-      text: ['Missing data for required field.'],
-    });
+    expectValidation(
+      await t.as(author.token, {
+        method: 'POST',
+        url: '/api/posts',
+        headers: { 'content-type': 'application/json' },
+      }),
+      {
+        text: ['Missing data for required field.'],
+      },
+    );
   });
 
   test.each([
@@ -174,7 +218,12 @@ describe('GET /api/posts/<id>', () => {
   test('200 with the post, for any authenticated user', async () => {
     const res = await getJson(reader.token, `/api/posts/${existing.id}`);
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ id: existing.id, url: existing.url, text: 'to be read', timestamp: existing.timestamp });
+    expect(res.json()).toMatchObject({
+      id: existing.id,
+      url: existing.url,
+      text: 'to be read',
+      timestamp: existing.timestamp,
+    });
   });
 
   test.each([
@@ -199,17 +248,27 @@ describe('PUT and DELETE /api/posts/<id>', () => {
     author = await t.register();
     other = await t.register();
   });
-  const put = (user: TestUser, id: number | string, payload: unknown) => t.as(user.token, { method: 'PUT', url: `/api/posts/${id}`, payload: payload as never });
-  const del = (user: TestUser, id: number | string) => t.as(user.token, { method: 'DELETE', url: `/api/posts/${id}` });
+  const put = (user: TestUser, id: number | string, payload: unknown) =>
+    t.as(user.token, { method: 'PUT', url: `/api/posts/${id}`, payload: payload as never });
+  const del = (user: TestUser, id: number | string) =>
+    t.as(user.token, { method: 'DELETE', url: `/api/posts/${id}` });
 
   test('the author edits the text: 200 with the new text, the timestamp unchanged', async () => {
     const original = await post(author, 'first draft');
     t.clock.advance(60_000);
     const res = await put(author, original.id, { text: 'final version' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ id: original.id, url: original.url, text: 'final version', timestamp: original.timestamp });
+    expect(res.json()).toMatchObject({
+      id: original.id,
+      url: original.url,
+      text: 'final version',
+      timestamp: original.timestamp,
+    });
     expect(res.json().author.id).toBe(author.id);
-    expect((await getJson(other.token, original.url)).json()).toMatchObject({ text: 'final version', timestamp: original.timestamp });
+    expect((await getJson(other.token, original.url)).json()).toMatchObject({
+      text: 'final version',
+      timestamp: original.timestamp,
+    });
   });
 
   test('an empty change set `{}` is 200 and changes nothing', async () => {
@@ -223,7 +282,11 @@ describe('PUT and DELETE /api/posts/<id>', () => {
     ['empty text', { text: '' }, { text: [LENGTH] }],
     ['281 characters', { text: 'z'.repeat(281) }, { text: [LENGTH] }],
     ['null text', { text: null }, { text: ['Field may not be null.'] }],
-    ['an unknown field', { text: 'ok', timestamp: '2020-01-01T00:00:00Z' }, { timestamp: ['Unknown field.'] }],
+    [
+      'an unknown field',
+      { text: 'ok', timestamp: '2020-01-01T00:00:00Z' },
+      { timestamp: ['Unknown field.'] },
+    ],
   ])('the author sending %s gets a 400 and the post is unchanged', async (_name, payload, fields) => {
     const original = await post(author, 'stable');
     expectValidation(await put(author, original.id, payload), fields);
@@ -236,7 +299,10 @@ describe('PUT and DELETE /api/posts/<id>', () => {
     expect(res.statusCode).toBe(403);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.json()).toEqual(FORBIDDEN);
-    expect((await getJson(author.token, original.url)).json()).toMatchObject({ text: 'mine', timestamp: original.timestamp });
+    expect((await getJson(author.token, original.url)).json()).toMatchObject({
+      text: 'mine',
+      timestamp: original.timestamp,
+    });
   });
 
   test("someone else's delete is 403 Forbidden and the post survives", async () => {
@@ -256,7 +322,9 @@ describe('PUT and DELETE /api/posts/<id>', () => {
     expect((await getJson(other.token, doomed.url)).json()).toEqual(NOT_FOUND);
     expect((await del(author, doomed.id)).json()).toEqual(NOT_FOUND);
     expect((await put(author, doomed.id, { text: 'zombie' })).statusCode).toBe(404);
-    expect((await all(author.token, `/api/users/${author.id}/posts`)).data.map((p) => p.id)).not.toContain(doomed.id);
+    expect((await all(author.token, `/api/users/${author.id}/posts`)).data.map((p) => p.id)).not.toContain(
+      doomed.id,
+    );
   });
 
   test.each(['987654', 'abc', '99999999999999999999'])('PUT and DELETE of post %s → 404', async (id) => {
@@ -307,7 +375,11 @@ describe('collections: GET /api/posts and /api/users/<id>/posts', () => {
   test("GET /api/users/<id>/posts has only that author's posts, newest first", async () => {
     const res = await all(alice.token, `/api/users/${bob.id}/posts`);
     expect(res.total).toBe(3);
-    expect(res.data.map((p) => p.text)).toEqual(['collection post 5', 'collection post 3', 'collection post 1']);
+    expect(res.data.map((p) => p.text)).toEqual([
+      'collection post 5',
+      'collection post 3',
+      'collection post 1',
+    ]);
     expect(res.data.every((p) => p.author.id === bob.id)).toBe(true);
     const page = (await getJson(bob.token, `/api/users/${bob.id}/posts?limit=2`)).json() as PageJson;
     expect(page.pagination).toEqual({ limit: 2, offset: 0, count: 2, total: 3 });
@@ -366,20 +438,33 @@ describe('GET /api/feed', () => {
     expect(page.pagination).toEqual({ limit: 25, offset: 0, count: 5, total: 5 });
     expect(page.data.map((p) => p.text)).toEqual(['friend 2', 'me 2', 'idol 1', 'me 1', 'friend 1']);
     expectNewestFirst(page.data);
-    expect(page.data.find((p) => p.text === 'idol 1')?.author).toMatchObject({ id: idol.id, username: idol.username });
+    expect(page.data.find((p) => p.text === 'idol 1')?.author).toMatchObject({
+      id: idol.id,
+      username: idol.username,
+    });
   });
 
   test('pages of the feed split it without gaps or repeats', async () => {
     const first = (await getJson(me.token, '/api/feed?limit=2')).json() as PageJson;
     const second = (await getJson(me.token, '/api/feed?limit=2&offset=2')).json() as PageJson;
     const third = (await getJson(me.token, '/api/feed?limit=2&offset=4')).json() as PageJson;
-    expect([...first.data, ...second.data, ...third.data].map((p) => p.text)).toEqual(['friend 2', 'me 2', 'idol 1', 'me 1', 'friend 1']);
+    expect([...first.data, ...second.data, ...third.data].map((p) => p.text)).toEqual([
+      'friend 2',
+      'me 2',
+      'idol 1',
+      'me 1',
+      'friend 1',
+    ]);
     expect(third.pagination).toEqual({ limit: 2, offset: 4, count: 1, total: 5 });
   });
 
   test('a follower sees my posts; a user who follows nobody sees only their own', async () => {
-    expect(((await getJson(follower.token, '/api/feed')).json() as PageJson).data.map((p) => p.text)).toEqual(['me 2', 'follower 1', 'me 1']);
-    expect(((await getJson(stranger.token, '/api/feed')).json() as PageJson).data.map((p) => p.text)).toEqual(['stranger 1']);
+    expect(((await getJson(follower.token, '/api/feed')).json() as PageJson).data.map((p) => p.text)).toEqual(
+      ['me 2', 'follower 1', 'me 1'],
+    );
+    expect(((await getJson(stranger.token, '/api/feed')).json() as PageJson).data.map((p) => p.text)).toEqual(
+      ['stranger 1'],
+    );
   });
 
   test('following myself does not show my posts twice', async () => {
@@ -390,9 +475,21 @@ describe('GET /api/feed', () => {
   });
 
   test('unfollowing removes their posts from the feed; an edit shows up in it', async () => {
-    expect((await t.as(me.token, { method: 'DELETE', url: `/api/me/following/${idol.id}` })).statusCode).toBe(204);
-    const friendPost = ((await getJson(me.token, '/api/feed')).json() as PageJson).data.find((p) => p.text === 'friend 2')!;
-    expect((await t.as(friend.token, { method: 'PUT', url: friendPost.url, payload: { text: 'friend 2 (edited)' } })).statusCode).toBe(200);
+    expect((await t.as(me.token, { method: 'DELETE', url: `/api/me/following/${idol.id}` })).statusCode).toBe(
+      204,
+    );
+    const friendPost = ((await getJson(me.token, '/api/feed')).json() as PageJson).data.find(
+      (p) => p.text === 'friend 2',
+    )!;
+    expect(
+      (
+        await t.as(friend.token, {
+          method: 'PUT',
+          url: friendPost.url,
+          payload: { text: 'friend 2 (edited)' },
+        })
+      ).statusCode,
+    ).toBe(200);
     const page = (await getJson(me.token, '/api/feed')).json() as PageJson;
     expect(page.data.map((p) => p.text)).toEqual(['friend 2 (edited)', 'me 2', 'me 1', 'friend 1']);
     expect(page.pagination.total).toBe(4);
@@ -424,15 +521,22 @@ describe('authentication', () => {
     ['no Authorization header', null],
     ['a token that is not a JWT', 'not-a-token'],
     ['a forged JWT', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl'],
-  ])('with %s every posts endpoint is a 401 with the Bearer challenge, and nothing changes', async (_name, token) => {
-    for (const [name, options] of requests()) {
-      const res = await t.as(token, options);
-      expect({ name, status: res.statusCode, challenge: res.headers['www-authenticate'] }).toEqual({ name, status: 401, challenge: BEARER });
-      expect(res.json()).toEqual(UNAUTHORIZED);
-    }
-    const after = (await getJson(owner.token, target.url)).json();
-    expect(after).toMatchObject({ id: target.id, text: 'guarded' });
-  });
+  ])(
+    'with %s every posts endpoint is a 401 with the Bearer challenge, and nothing changes',
+    async (_name, token) => {
+      for (const [name, options] of requests()) {
+        const res = await t.as(token, options);
+        expect({ name, status: res.statusCode, challenge: res.headers['www-authenticate'] }).toEqual({
+          name,
+          status: 401,
+          challenge: BEARER,
+        });
+        expect(res.json()).toEqual(UNAUTHORIZED);
+      }
+      const after = (await getJson(owner.token, target.url)).json();
+      expect(after).toMatchObject({ id: target.id, text: 'guarded' });
+    },
+  );
 
   test('a revoked token is a 401 too', async () => {
     const user = await t.register();
@@ -461,7 +565,11 @@ describe('concurrency', () => {
     const bodies = responses.map((r) => r.json() as PostJson);
     expect(bodies.map((b) => b.text)).toEqual(texts);
     expect(new Set(bodies.map((b) => b.id)).size).toBe(50);
-    const rows = await t.database.db.selectFrom('posts').select(['id', 'text']).where('user_id', '=', user.id).execute();
+    const rows = await t.database.db
+      .selectFrom('posts')
+      .select(['id', 'text'])
+      .where('user_id', '=', user.id)
+      .execute();
     expect(rows).toHaveLength(50);
     expect(new Set(rows.map((r) => r.id))).toEqual(new Set(bodies.map((b) => b.id)));
     const listed = await all(user.token, `/api/users/${user.id}/posts`);

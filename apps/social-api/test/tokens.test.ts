@@ -55,7 +55,8 @@ interface Pair {
 function pairOf(response: LightMyRequestResponse): Pair {
   expect(response.statusCode).toBe(200);
   const body = response.json();
-  const refresh = typeof body.refresh_token === 'string' ? body.refresh_token : refreshCookie(response)?.value;
+  const refresh =
+    typeof body.refresh_token === 'string' ? body.refresh_token : refreshCookie(response)?.value;
   expect(typeof body.access_token).toBe('string');
   expect(typeof refresh).toBe('string');
   return { access: body.access_token, refresh: refresh as string };
@@ -67,11 +68,20 @@ async function loginPair(t: TestApp, user: Pick<TestUser, 'username' | 'password
 
 /** PUT /api/tokens as the React client does it: the access token in the body, the refresh token in the cookie. */
 function refreshWithCookie(t: TestApp, pair: Pair): Promise<LightMyRequestResponse> {
-  return t.app.inject({ method: 'PUT', url: '/api/tokens', headers: { cookie: `refresh_token=${pair.refresh}` }, payload: { access_token: pair.access } });
+  return t.app.inject({
+    method: 'PUT',
+    url: '/api/tokens',
+    headers: { cookie: `refresh_token=${pair.refresh}` },
+    payload: { access_token: pair.access },
+  });
 }
 
 function refreshWithBody(t: TestApp, pair: Pair): Promise<LightMyRequestResponse> {
-  return t.app.inject({ method: 'PUT', url: '/api/tokens', payload: { access_token: pair.access, refresh_token: pair.refresh } });
+  return t.app.inject({
+    method: 'PUT',
+    url: '/api/tokens',
+    payload: { access_token: pair.access, refresh_token: pair.refresh },
+  });
 }
 
 const me = (t: TestApp, token: string | null) => t.as(token, { method: 'GET', url: '/api/me' });
@@ -103,7 +113,11 @@ async function expectWorks(t: TestApp, token: string, userId: number): Promise<v
 const jwtPayload = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString('utf8'));
 
 async function lastSeenInDb(t: TestApp, userId: number): Promise<Date> {
-  const row = await t.database.db.selectFrom('users').select('last_seen').where('id', '=', userId).executeTakeFirstOrThrow();
+  const row = await t.database.db
+    .selectFrom('users')
+    .select('last_seen')
+    .where('id', '=', userId)
+    .executeTakeFirstOrThrow();
   return new Date(row.last_seen);
 }
 
@@ -127,11 +141,17 @@ afterAll(async () => {
 let variantUsers = 0;
 
 async function variant(env: Record<string, string>): Promise<TestApp> {
-  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1', ...env });
+  const config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ARGON2_MEMORY_KIB: '1024',
+    ARGON2_TIME_COST: '1',
+    ...env,
+  });
   config.database = base.config.database;
   const app = await buildApp(config, { database: base.database, clock: base.clock.now });
   await app.ready();
-  const login: TestApp['login'] = (name, password) => app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
+  const login: TestApp['login'] = (name, password) =>
+    app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
   return {
     ...base,
     app,
@@ -142,13 +162,22 @@ async function variant(env: Record<string, string>): Promise<TestApp> {
       const username = fields.username ?? `variant${variantUsers}`;
       const email = fields.email ?? `${username}@example.com`;
       const password = fields.password ?? 'password';
-      const created = await app.inject({ method: 'POST', url: '/api/users', payload: { username, email, password } });
-      if (created.statusCode !== 201) throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/users',
+        payload: { username, email, password },
+      });
+      if (created.statusCode !== 201)
+        throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
       const tokens = await login(username, password);
       if (tokens.statusCode !== 200) throw new Error(`login failed: ${tokens.statusCode} ${tokens.body}`);
       return { id: created.json().id, username, email, password, token: tokens.json().access_token };
     },
-    as: (token, options) => app.inject({ ...options, headers: { ...(options.headers ?? {}), ...(token ? { authorization: `Bearer ${token}` } : {}) } }),
+    as: (token, options) =>
+      app.inject({
+        ...options,
+        headers: { ...(options.headers ?? {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      }),
     // the database belongs to `base`
     close: () => app.close(),
   };
@@ -283,7 +312,11 @@ describe('tokens (default configuration)', () => {
     });
 
     test('the Basic scheme name is case-insensitive', async () => {
-      const response = await t.app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic('susan', 'cat').replace('Basic', 'basic') } });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/api/tokens',
+        headers: { authorization: basic('susan', 'cat').replace('Basic', 'basic') },
+      });
       expect(response.statusCode).toBe(200);
     });
 
@@ -293,7 +326,10 @@ describe('tokens (default configuration)', () => {
         .values({ username: 'nopass', email: 'nopass@example.com', password_hash: null, about_me: null })
         .returning('id')
         .executeTakeFirstOrThrow();
-      const asUser = await t.as((await loginPair(t, susan)).access, { method: 'GET', url: `/api/users/${created.id}` });
+      const asUser = await t.as((await loginPair(t, susan)).access, {
+        method: 'GET',
+        url: `/api/users/${created.id}`,
+      });
       expect(asUser.statusCode).toBe(200);
       expect(asUser.json().has_password).toBe(false);
       for (const password of ['x', 'password', 'None', 'null']) {
@@ -310,9 +346,15 @@ describe('tokens (default configuration)', () => {
     });
 
     test('"Bearer null" (the React client when logged out): 401', async () => {
-      expectBearer401(await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Bearer null' } }));
-      expectBearer401(await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Bearer undefined' } }));
-      expectBearer401(await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Bearer ' } }));
+      expectBearer401(
+        await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Bearer null' } }),
+      );
+      expectBearer401(
+        await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Bearer undefined' } }),
+      );
+      expectBearer401(
+        await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: 'Bearer ' } }),
+      );
     });
 
     test('a tampered JWT (+"x") is refused', async () => {
@@ -350,10 +392,16 @@ describe('tokens (default configuration)', () => {
     test('the scheme name is case-insensitive', async () => {
       const { access } = await loginPair(t, susan);
       for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
-        const response = await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: `${scheme} ${access}` } });
+        const response = await t.app.inject({
+          method: 'GET',
+          url: '/api/me',
+          headers: { authorization: `${scheme} ${access}` },
+        });
         expect(response.statusCode).toBe(200);
       }
-      expectBearer401(await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: `Token ${access}` } }));
+      expectBearer401(
+        await t.app.inject({ method: 'GET', url: '/api/me', headers: { authorization: `Token ${access}` } }),
+      );
     });
 
     test('every authenticated request updates last_seen', async () => {
@@ -501,7 +549,8 @@ describe('tokens (default configuration)', () => {
       expect(replay.json()).toEqual(ERROR_401);
 
       // every token of the victim: the replayed pair, its successor, another login, the registration's
-      for (const token of [original.access, rotated.access, otherLogin.access, victim.token]) expectBearer401(await me(t, token));
+      for (const token of [original.access, rotated.access, otherLogin.access, victim.token])
+        expectBearer401(await me(t, token));
       expect((await refreshWithCookie(t, rotated)).statusCode).toBe(401);
       expect((await refreshWithCookie(t, otherLogin)).statusCode).toBe(401);
 
@@ -543,7 +592,15 @@ describe('tokens (default configuration)', () => {
       const user = await t.register();
       const a = await loginPair(t, user);
       const b = await loginPair(t, user);
-      expect((await t.app.inject({ method: 'PUT', url: '/api/tokens', payload: { access_token: a.access, refresh_token: b.refresh } })).statusCode).toBe(401);
+      expect(
+        (
+          await t.app.inject({
+            method: 'PUT',
+            url: '/api/tokens',
+            payload: { access_token: a.access, refresh_token: b.refresh },
+          })
+        ).statusCode,
+      ).toBe(401);
       expect((await refreshWithCookie(t, { access: b.access, refresh: a.refresh })).statusCode).toBe(401);
       // nothing was revoked or rotated, even after the grace period
       t.clock.advance(5001);
@@ -553,28 +610,43 @@ describe('tokens (default configuration)', () => {
       expect((await refreshWithCookie(t, b)).statusCode).toBe(200);
     });
 
-    test('another user\'s refresh token with my access token: 401', async () => {
+    test("another user's refresh token with my access token: 401", async () => {
       const mine = await loginPair(t, susan);
       const other = await t.register();
       const theirs = await loginPair(t, other);
-      expect((await refreshWithBody(t, { access: mine.access, refresh: theirs.refresh })).statusCode).toBe(401);
+      expect((await refreshWithBody(t, { access: mine.access, refresh: theirs.refresh })).statusCode).toBe(
+        401,
+      );
       await expectWorks(t, theirs.access, other.id);
       await expectWorks(t, mine.access, susan.id);
     });
 
     test('no refresh token at all (no cookie, nothing in the body): 401', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({ method: 'PUT', url: '/api/tokens', payload: { access_token: pair.access } });
+      const response = await t.app.inject({
+        method: 'PUT',
+        url: '/api/tokens',
+        payload: { access_token: pair.access },
+      });
       expect(response.statusCode).toBe(401);
       expect(response.json()).toEqual(ERROR_401);
-      const empty = await t.app.inject({ method: 'PUT', url: '/api/tokens', payload: { access_token: pair.access, refresh_token: '' } });
+      const empty = await t.app.inject({
+        method: 'PUT',
+        url: '/api/tokens',
+        payload: { access_token: pair.access, refresh_token: '' },
+      });
       expect(empty.statusCode).toBe(401);
       await expectWorks(t, pair.access, susan.id);
     });
 
     test('missing access_token: 400 validation error', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({ method: 'PUT', url: '/api/tokens', headers: { cookie: `refresh_token=${pair.refresh}` }, payload: {} });
+      const response = await t.app.inject({
+        method: 'PUT',
+        url: '/api/tokens',
+        headers: { cookie: `refresh_token=${pair.refresh}` },
+        payload: {},
+      });
       expect(response.statusCode).toBe(400);
       expect(response.json()).toMatchObject({
         code: 400,
@@ -582,21 +654,37 @@ describe('tokens (default configuration)', () => {
         errors: { json: { access_token: ['Missing data for required field.'] } },
       });
       // no body at all (the React client sends Content-Type: application/json with nothing) is the same
-      const noBody = await t.app.inject({ method: 'PUT', url: '/api/tokens', headers: { 'content-type': 'application/json', cookie: `refresh_token=${pair.refresh}` } });
+      const noBody = await t.app.inject({
+        method: 'PUT',
+        url: '/api/tokens',
+        headers: { 'content-type': 'application/json', cookie: `refresh_token=${pair.refresh}` },
+      });
       expect(noBody.statusCode).toBe(400);
       expect(noBody.json().errors.json.access_token).toEqual(['Missing data for required field.']);
     });
 
     test('refresh_token: null: 400 "Field may not be null."', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({ method: 'PUT', url: '/api/tokens', payload: { access_token: pair.access, refresh_token: null } });
+      const response = await t.app.inject({
+        method: 'PUT',
+        url: '/api/tokens',
+        payload: { access_token: pair.access, refresh_token: null },
+      });
       expect(response.statusCode).toBe(400);
-      expect(response.json()).toMatchObject({ code: 400, message: 'Validation Error', errors: { json: { refresh_token: ['Field may not be null.'] } } });
+      expect(response.json()).toMatchObject({
+        code: 400,
+        message: 'Validation Error',
+        errors: { json: { refresh_token: ['Field may not be null.'] } },
+      });
     });
 
     test('an unknown field: 400 "Unknown field."', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({ method: 'PUT', url: '/api/tokens', payload: { access_token: pair.access, refresh_token: pair.refresh, extra: 1 } });
+      const response = await t.app.inject({
+        method: 'PUT',
+        url: '/api/tokens',
+        payload: { access_token: pair.access, refresh_token: pair.refresh, extra: 1 },
+      });
       expect(response.statusCode).toBe(400);
       expect(response.json().errors.json.extra).toEqual(['Unknown field.']);
     });
@@ -604,7 +692,12 @@ describe('tokens (default configuration)', () => {
     test('a garbage, tampered or foreign-key access token: 401, and the real pair is untouched', async () => {
       const pair = await loginPair(t, susan);
       const tokenId = jwtPayload(pair.access).token as string;
-      for (const access_token of ['garbage', '', `${pair.access}x`, createJwt('another-secret-key').accessToken(tokenId)]) {
+      for (const access_token of [
+        'garbage',
+        '',
+        `${pair.access}x`,
+        createJwt('another-secret-key').accessToken(tokenId),
+      ]) {
         const response = await refreshWithCookie(t, { access: access_token, refresh: pair.refresh });
         expect(response.statusCode).toBe(401);
         expect(response.json()).toEqual(ERROR_401);
@@ -658,16 +751,26 @@ describe('tokens (default configuration)', () => {
       expect(cleared).toBe(true);
     });
 
-    test('the React client\'s logout (Content-Type: application/json, no body) works', async () => {
+    test("the React client's logout (Content-Type: application/json, no body) works", async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.as(pair.access, { method: 'DELETE', url: '/api/tokens', headers: { 'content-type': 'application/json' } });
+      const response = await t.as(pair.access, {
+        method: 'DELETE',
+        url: '/api/tokens',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(response.statusCode).toBe(204);
       expectBearer401(await me(t, pair.access));
     });
 
     test('without a token: 401 (not 500)', async () => {
       expectBearer401(await t.app.inject({ method: 'DELETE', url: '/api/tokens' }));
-      expectBearer401(await t.app.inject({ method: 'DELETE', url: '/api/tokens', headers: { authorization: 'Bearer null' } }));
+      expectBearer401(
+        await t.app.inject({
+          method: 'DELETE',
+          url: '/api/tokens',
+          headers: { authorization: 'Bearer null' },
+        }),
+      );
     });
 
     test('logging out twice: the second time is 401', async () => {
@@ -699,22 +802,31 @@ describe('tokens (default configuration)', () => {
   describe('CORS', () => {
     const origin = 'http://localhost:3000';
 
-    test.each(['/api/tokens', '/api/me'])('a preflight to %s is allowed without authentication', async (url) => {
-      const response = await t.app.inject({
-        method: 'OPTIONS',
-        url,
-        headers: { origin, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,content-type' },
-      });
-      expect(response.statusCode).toBe(204);
-      expect(response.headers['access-control-allow-origin']).toBe(origin);
-      expect(response.headers['access-control-allow-credentials']).toBe('true');
-      const allowedHeaders = String(response.headers['access-control-allow-headers']).toLowerCase().split(/\s*,\s*/);
-      expect(allowedHeaders).toEqual(expect.arrayContaining(['authorization', 'content-type']));
-      const allowedMethods = String(response.headers['access-control-allow-methods']).split(/\s*,\s*/);
-      expect(allowedMethods).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']));
-      expect(response.headers['www-authenticate']).toBeUndefined();
-      expect(response.body).toBe('');
-    });
+    test.each(['/api/tokens', '/api/me'])(
+      'a preflight to %s is allowed without authentication',
+      async (url) => {
+        const response = await t.app.inject({
+          method: 'OPTIONS',
+          url,
+          headers: {
+            origin,
+            'access-control-request-method': 'PUT',
+            'access-control-request-headers': 'authorization,content-type',
+          },
+        });
+        expect(response.statusCode).toBe(204);
+        expect(response.headers['access-control-allow-origin']).toBe(origin);
+        expect(response.headers['access-control-allow-credentials']).toBe('true');
+        const allowedHeaders = String(response.headers['access-control-allow-headers'])
+          .toLowerCase()
+          .split(/\s*,\s*/);
+        expect(allowedHeaders).toEqual(expect.arrayContaining(['authorization', 'content-type']));
+        const allowedMethods = String(response.headers['access-control-allow-methods']).split(/\s*,\s*/);
+        expect(allowedMethods).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']));
+        expect(response.headers['www-authenticate']).toBeUndefined();
+        expect(response.body).toBe('');
+      },
+    );
 
     test('an actual request echoes the origin, with credentials', async () => {
       const { access } = await loginPair(t, susan);
@@ -723,20 +835,32 @@ describe('tokens (default configuration)', () => {
       expect(response.headers['access-control-allow-origin']).toBe(origin);
       expect(response.headers['access-control-allow-credentials']).toBe('true');
       expect(String(response.headers.vary)).toMatch(/origin/i);
-      const other = await t.as(access, { method: 'GET', url: '/api/me', headers: { origin: 'https://app.example.org' } });
+      const other = await t.as(access, {
+        method: 'GET',
+        url: '/api/me',
+        headers: { origin: 'https://app.example.org' },
+      });
       expect(other.statusCode).toBe(200);
       expect(other.headers['access-control-allow-origin']).toBe('https://app.example.org');
     });
 
     test('a 401 carries the CORS headers too (the client must read it to refresh)', async () => {
-      const response = await t.app.inject({ method: 'GET', url: '/api/me', headers: { origin, authorization: 'Bearer null' } });
+      const response = await t.app.inject({
+        method: 'GET',
+        url: '/api/me',
+        headers: { origin, authorization: 'Bearer null' },
+      });
       expectBearer401(response);
       expect(response.headers['access-control-allow-origin']).toBe(origin);
       expect(response.headers['access-control-allow-credentials']).toBe('true');
     });
 
     test('a login from another origin sets the cookie with the CORS headers', async () => {
-      const response = await t.app.inject({ method: 'POST', url: '/api/tokens', headers: { origin, authorization: basic('susan', 'cat') } });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/api/tokens',
+        headers: { origin, authorization: basic('susan', 'cat') },
+      });
       expect(response.statusCode).toBe(200);
       expect(response.headers['access-control-allow-origin']).toBe(origin);
       expect(response.headers['access-control-allow-credentials']).toBe('true');
@@ -752,7 +876,11 @@ describe('REFRESH_TOKEN_IN_BODY=yes, REFRESH_TOKEN_IN_COOKIE=no, ACCESS_TOKEN_MI
   let user: TestUser;
 
   beforeAll(async () => {
-    t = await variant({ REFRESH_TOKEN_IN_BODY: 'yes', REFRESH_TOKEN_IN_COOKIE: 'no', ACCESS_TOKEN_MINUTES: '1' });
+    t = await variant({
+      REFRESH_TOKEN_IN_BODY: 'yes',
+      REFRESH_TOKEN_IN_COOKIE: 'no',
+      ACCESS_TOKEN_MINUTES: '1',
+    });
     user = await t.register();
   });
 
@@ -852,7 +980,11 @@ describe('USE_CORS=no', () => {
   });
 
   test('no CORS headers for another origin', async () => {
-    const response = await t.as(user.token, { method: 'GET', url: '/api/me', headers: { origin: 'http://localhost:3000' } });
+    const response = await t.as(user.token, {
+      method: 'GET',
+      url: '/api/me',
+      headers: { origin: 'http://localhost:3000' },
+    });
     expect(response.statusCode).toBe(200);
     expect(response.headers['access-control-allow-origin']).toBeUndefined();
     expect(response.headers['access-control-allow-credentials']).toBeUndefined();
@@ -863,7 +995,12 @@ describe('USE_CORS=no', () => {
 
 describe('loadConfig', () => {
   test.each(['yes', 'true', 'on', '1'])('booleans: %s is on', (value) => {
-    const config = loadConfig({ REFRESH_TOKEN_IN_BODY: value, REFRESH_TOKEN_IN_COOKIE: value, DISABLE_AUTH: value, USE_CORS: value });
+    const config = loadConfig({
+      REFRESH_TOKEN_IN_BODY: value,
+      REFRESH_TOKEN_IN_COOKIE: value,
+      DISABLE_AUTH: value,
+      USE_CORS: value,
+    });
     expect(config.refreshTokenInBody).toBe(true);
     expect(config.refreshTokenInCookie).toBe(true);
     expect(config.disableAuth).toBe(true);
@@ -871,7 +1008,12 @@ describe('loadConfig', () => {
   });
 
   test.each(['no', 'false', 'off', '0'])('booleans: %s is off', (value) => {
-    const config = loadConfig({ REFRESH_TOKEN_IN_BODY: value, REFRESH_TOKEN_IN_COOKIE: value, DISABLE_AUTH: value, USE_CORS: value });
+    const config = loadConfig({
+      REFRESH_TOKEN_IN_BODY: value,
+      REFRESH_TOKEN_IN_COOKIE: value,
+      DISABLE_AUTH: value,
+      USE_CORS: value,
+    });
     expect(config.refreshTokenInBody).toBe(false);
     expect(config.refreshTokenInCookie).toBe(false);
     expect(config.disableAuth).toBe(false);
@@ -879,7 +1021,17 @@ describe('loadConfig', () => {
   });
 
   test('defaults, and an empty value means the default', () => {
-    for (const env of [{}, { REFRESH_TOKEN_IN_BODY: '', REFRESH_TOKEN_IN_COOKIE: '', DISABLE_AUTH: '', USE_CORS: '', ACCESS_TOKEN_MINUTES: '', REFRESH_TOKEN_DAYS: '' }]) {
+    for (const env of [
+      {},
+      {
+        REFRESH_TOKEN_IN_BODY: '',
+        REFRESH_TOKEN_IN_COOKIE: '',
+        DISABLE_AUTH: '',
+        USE_CORS: '',
+        ACCESS_TOKEN_MINUTES: '',
+        REFRESH_TOKEN_DAYS: '',
+      },
+    ]) {
       const config = loadConfig(env);
       expect(config.mode).toBe('development');
       expect(config.secretKey).toBe(DEFAULT_SECRET_KEY);
@@ -904,21 +1056,35 @@ describe('loadConfig', () => {
   test('cookie attributes by mode', () => {
     expect(loadConfig({}).cookie).toEqual({ secure: false, sameSite: 'lax' });
     expect(loadConfig({ USE_CORS: 'no' }).cookie).toEqual({ secure: false, sameSite: 'strict' });
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret' }).cookie).toEqual({ secure: true, sameSite: 'none' });
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', USE_CORS: 'no' }).cookie).toEqual({ secure: true, sameSite: 'strict' });
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret' }).cookie).toEqual({
+      secure: true,
+      sameSite: 'none',
+    });
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', USE_CORS: 'no' }).cookie).toEqual({
+      secure: true,
+      sameSite: 'strict',
+    });
   });
 
   test('production refuses the default SECRET_KEY', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SECRET_KEY/);
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: DEFAULT_SECRET_KEY })).toThrow(/SECRET_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: DEFAULT_SECRET_KEY })).toThrow(
+      /SECRET_KEY/,
+    );
     expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: '' })).toThrow(/SECRET_KEY/);
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret' }).mode).toBe('production');
   });
 
   test('production refuses DISABLE_AUTH', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: 'yes' })).toThrow(/DISABLE_AUTH/);
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: '1' })).toThrow(/DISABLE_AUTH/);
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: 'no' }).disableAuth).toBe(false);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: 'yes' })).toThrow(
+      /DISABLE_AUTH/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: '1' })).toThrow(
+      /DISABLE_AUTH/,
+    );
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: 'no' }).disableAuth).toBe(
+      false,
+    );
     expect(loadConfig({ DISABLE_AUTH: 'yes' }).disableAuth).toBe(true);
   });
 });

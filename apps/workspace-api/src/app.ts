@@ -37,7 +37,14 @@ while a string that is not a UUID is answered like an unknown id.`;
 
 /** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions({ logLevel: config.logLevel, logFormat: config.logFormat, bodyLimit: BODY_LIMIT, trustProxy: config.trustProxy }));
+  const app = Fastify(
+    serverOptions({
+      logLevel: config.logLevel,
+      logFormat: config.logFormat,
+      bodyLimit: BODY_LIMIT,
+      trustProxy: config.trustProxy,
+    }),
+  );
   app.decorate('config', config);
 
   await app.register(platform, {
@@ -65,11 +72,23 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         },
       },
     },
-    cors: { origins: config.corsOrigins, methods: ['GET', 'POST'], allowedHeaders: ['content-type', 'api-key', 'api-key-secret'] },
+    cors: {
+      origins: config.corsOrigins,
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['content-type', 'api-key', 'api-key-secret'],
+    },
   });
-  await app.register(databasePlugin, { config: config.database, migrateOnStart: config.migrateOnStart, migrations, database: deps.database });
+  await app.register(databasePlugin, {
+    config: config.database,
+    migrateOnStart: config.migrateOnStart,
+    migrations,
+    database: deps.database,
+  });
   if (config.bootstrapKey) {
-    await createApiKeysRepository(app.database.db).ensureBootstrap(config.bootstrapKey.apiKey, config.bootstrapKey.secret);
+    await createApiKeysRepository(app.database.db).ensureBootstrap(
+      config.bootstrapKey.apiKey,
+      config.bootstrapKey.secret,
+    );
   }
   await app.register(apiKeyAuth);
 

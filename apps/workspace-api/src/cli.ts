@@ -18,7 +18,10 @@ ${KEYS_USAGE}
 ${REGISTRY_USAGE}
 ${SEED_USAGE}`;
 
-async function withDatabase<T>(config: Config, run: (db: Database<WorkspaceDatabase>, applied: string[]) => Promise<T>): Promise<T> {
+async function withDatabase<T>(
+  config: Config,
+  run: (db: Database<WorkspaceDatabase>, applied: string[]) => Promise<T>,
+): Promise<T> {
   const database = await openDatabase<WorkspaceDatabase>(config.database);
   try {
     const applied = await migrateToLatest(database.db, database.schema, migrations);
@@ -44,7 +47,11 @@ async function main(argv: string[]): Promise<number> {
       groups: { type: 'string' },
     },
   });
-  const config = loadConfig({ ...process.env, ...(values.port ? { PORT: values.port } : {}), ...(values.host ? { HOST: values.host } : {}) });
+  const config = loadConfig({
+    ...process.env,
+    ...(values.port ? { PORT: values.port } : {}),
+    ...(values.host ? { HOST: values.host } : {}),
+  });
   const out = (line: string) => console.log(line);
   switch (command) {
     case 'serve': {
@@ -57,14 +64,18 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       });
     case 'keys':
-      return withDatabase(config, (d) => keysCommand(d.db, positionals[0], values, positionals.slice(1), out));
+      return withDatabase(config, (d) =>
+        keysCommand(d.db, positionals[0], values, positionals.slice(1), out),
+      );
     case 'registry': {
       // Paths are the user's: npm runs workspace scripts in the app folder but says where it was called.
       const files = positionals.slice(1).map((p) => resolve(process.env.INIT_CWD ?? process.cwd(), p));
       return withDatabase(config, (d) => registryCommand(d.db, positionals[0], files, out));
     }
     case 'seed':
-      return withDatabase(config, (d) => seedCommand(d.db, config, { users: values.users, groups: values.groups }, out));
+      return withDatabase(config, (d) =>
+        seedCommand(d.db, config, { users: values.users, groups: values.groups }, out),
+      );
     default:
       console.error(USAGE);
       return command ? 2 : 0;

@@ -25,7 +25,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = parseEnv(EnvSchema, env);
   return {
     ...serviceConfig(e),
-    bootstrapKey: e.BOOTSTRAP_API_KEY && e.BOOTSTRAP_API_KEY_SECRET ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET } : undefined,
+    bootstrapKey:
+      e.BOOTSTRAP_API_KEY && e.BOOTSTRAP_API_KEY_SECRET
+        ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
+        : undefined,
     enforcePasswordRulesOnCreate: isOn(e.ENFORCE_PASSWORD_RULES_ON_CREATE),
     argon2: { memoryCost: e.ARGON2_MEMORY_KIB, timeCost: e.ARGON2_TIME_COST },
   };

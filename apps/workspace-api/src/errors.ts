@@ -4,7 +4,8 @@ import { createError } from '@platform/http-kit';
  * Every error workspace-api answers, with Kasm's exact wording (clients match on it). Kasm uses
  * 400 for unknown entities, 401 for permissions, 403 for bad credentials.
  */
-const E = <A extends unknown[] = []>(code: string, message: string, status = 400) => createError<A>(`WORKSPACE_${code}`, message, status);
+const E = <A extends unknown[] = []>(code: string, message: string, status = 400) =>
+  createError<A>(`WORKSPACE_${code}`, message, status);
 
 // authentication and permissions
 export const InvalidRequest = E('INVALID_REQUEST', 'Invalid Request');
@@ -30,7 +31,10 @@ export const InvalidGroupId = E<[string]>('INVALID_GROUP_ID', 'Invalid Group ID 
 export const GroupExists = E<[string]>('GROUP_EXISTS', 'Group (%s) already exists');
 export const InvalidPriority = E<[string]>('INVALID_PRIORITY', 'Invalid priority value (%s)');
 export const SystemGroup = E('SYSTEM_GROUP', 'Cannot delete a system group');
-export const AlreadyMember = E<[string, string]>('ALREADY_MEMBER', 'User (%s) is already a member of group (%s)');
+export const AlreadyMember = E<[string, string]>(
+  'ALREADY_MEMBER',
+  'User (%s) is already a member of group (%s)',
+);
 export const NotMember = E<[string, string]>('NOT_MEMBER', 'User (%s) is not a member of group (%s)');
 
 // images

@@ -33,7 +33,9 @@ export function seedRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** Groups a seeded user may join: every group but the system ones. */
     async joinableGroups(): Promise<string[]> {
-      return (await db.selectFrom('groups').select('id').where('is_system', '=', false).execute()).map((r) => r.id);
+      return (await db.selectFrom('groups').select('id').where('is_system', '=', false).execute()).map(
+        (r) => r.id,
+      );
     },
 
     async insertMemberships(pairs: { user_id: string; group_id: string }[]): Promise<number> {

@@ -21,11 +21,22 @@ const MAX_COUNT = 100_000;
 function count(option: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > MAX_COUNT) throw new Error(`--${option} must be an integer from 0 to ${MAX_COUNT}`);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > MAX_COUNT)
+    throw new Error(`--${option} must be an integer from 0 to ${MAX_COUNT}`);
   return n;
 }
 
-const TEAMS = ['CSA', 'CSP', 'CSSE', 'Robotics', 'Data Science', 'Cybersecurity', 'Game Design', 'Web Development', 'Staff'];
+const TEAMS = [
+  'CSA',
+  'CSP',
+  'CSSE',
+  'Robotics',
+  'Data Science',
+  'Cybersecurity',
+  'Game Design',
+  'Web Development',
+  'Staff',
+];
 
 /**
  * Demo data: users (all sharing one random demo password, hashed once with argon2id), groups with
@@ -58,18 +69,27 @@ export async function seedCommand(
   );
   const allowed = await images.addManyToGroups(
     groupIds.flatMap((group_id) =>
-      faker.helpers.arrayElements(imageIds, { min: Math.min(2, imageIds.length), max: Math.min(4, imageIds.length) }).map((image_id) => ({ group_id, image_id })),
+      faker.helpers
+        .arrayElements(imageIds, { min: Math.min(2, imageIds.length), max: Math.min(4, imageIds.length) })
+        .map((image_id) => ({ group_id, image_id })),
     ),
   );
 
   const password = `Demo-${randomBytes(6).toString('base64url')}-1`;
-  const passwordHash = userCount ? await hash(password, { type: argon2id, memoryCost: config.argon2.memoryCost, timeCost: config.argon2.timeCost }) : null;
+  const passwordHash = userCount
+    ? await hash(password, {
+        type: argon2id,
+        memoryCost: config.argon2.memoryCost,
+        timeCost: config.argon2.timeCost,
+      })
+    : null;
   const users: NewUser[] = Array.from({ length: userCount }, () => {
     const firstName = faker.person.firstName();
     const lastName = faker.person.lastName();
     const created = faker.date.past({ years: 1 });
     return {
-      username: `${faker.internet.username({ firstName, lastName })}${faker.number.int({ max: 999 })}`.toLowerCase(),
+      username:
+        `${faker.internet.username({ firstName, lastName })}${faker.number.int({ max: 999 })}`.toLowerCase(),
       password_hash: passwordHash,
       first_name: cut64(firstName),
       last_name: cut64(lastName),
@@ -78,7 +98,10 @@ export async function seedCommand(
       notes: faker.helpers.maybe(() => faker.lorem.sentence(), { probability: 0.2 }) ?? null,
       disabled: faker.datatype.boolean({ probability: 0.05 }),
       created,
-      last_session: faker.helpers.maybe(() => faker.date.between({ from: created, to: new Date() }), { probability: 0.6 }) ?? null,
+      last_session:
+        faker.helpers.maybe(() => faker.date.between({ from: created, to: new Date() }), {
+          probability: 0.6,
+        }) ?? null,
     };
   });
   const userIds = await seed.insertUsers(users);
@@ -86,11 +109,15 @@ export async function seedCommand(
   const memberships = await seed.insertMemberships(
     userIds.flatMap((user_id) => [
       { user_id, group_id: ALL_USERS_GROUP_ID },
-      ...faker.helpers.arrayElements(joinable, { min: 0, max: Math.min(2, joinable.length) }).map((group_id) => ({ user_id, group_id })),
+      ...faker.helpers
+        .arrayElements(joinable, { min: 0, max: Math.min(2, joinable.length) })
+        .map((group_id) => ({ user_id, group_id })),
     ]),
   );
 
-  out(`workspaces: ${tally('installed')} installed, ${tally('skipped')} already installed, ${tally('rejected')} rejected (${registry.name})`);
+  out(
+    `workspaces: ${tally('installed')} installed, ${tally('skipped')} already installed, ${tally('rejected')} rejected (${registry.name})`,
+  );
   out(`groups: ${groupIds.length} added, ${allowed} workspace permissions`);
   out(`users: ${userIds.length} added, ${memberships} group memberships`);
   if (userIds.length) out(`every seeded user's password: ${password}`);

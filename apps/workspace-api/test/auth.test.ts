@@ -10,30 +10,154 @@ const UNKNOWN = '0123456789abcdef0123456789abcdef';
  * Each operation with its permission, whether it writes, and a request whose outcome with a
  * sufficient key is known (mostly an unknown-entity error, so the matrix changes nothing).
  */
-const OPERATIONS: { op: string; permission: Permission | 'any'; writes: boolean; body: Record<string, unknown>; allowed: [number, string?] }[] = [
+const OPERATIONS: {
+  op: string;
+  permission: Permission | 'any';
+  writes: boolean;
+  body: Record<string, unknown>;
+  allowed: [number, string?];
+}[] = [
   { op: 'validate_credentials', permission: 'any', writes: false, body: {}, allowed: [200] },
   { op: 'get_users', permission: 'Users View', writes: false, body: {}, allowed: [200] },
-  { op: 'get_user', permission: 'Users View', writes: false, body: { target_user: { user_id: UNKNOWN } }, allowed: [400, 'Unknown User'] },
-  { op: 'create_user', permission: 'Users Create', writes: true, body: { target_user: {} }, allowed: [400, 'Invalid Request: Missing required parameters'] },
-  { op: 'update_user', permission: 'Users Modify', writes: true, body: { target_user: { user_id: UNKNOWN } }, allowed: [400, 'Unknown User'] },
-  { op: 'delete_user', permission: 'Users Delete', writes: true, body: { target_user: { user_id: UNKNOWN } }, allowed: [400, `Unknown user (${UNKNOWN})`] },
-  { op: 'update_user_password', permission: 'Users Modify', writes: true, body: { target_user: { user_id: UNKNOWN, password: 'Secret-123' } }, allowed: [400, 'Unknown User'] },
-  { op: 'update_user_name', permission: 'Users Modify', writes: true, body: { target_user: { user_id: UNKNOWN, first_name: 'A' } }, allowed: [400, 'Unknown User'] },
+  {
+    op: 'get_user',
+    permission: 'Users View',
+    writes: false,
+    body: { target_user: { user_id: UNKNOWN } },
+    allowed: [400, 'Unknown User'],
+  },
+  {
+    op: 'create_user',
+    permission: 'Users Create',
+    writes: true,
+    body: { target_user: {} },
+    allowed: [400, 'Invalid Request: Missing required parameters'],
+  },
+  {
+    op: 'update_user',
+    permission: 'Users Modify',
+    writes: true,
+    body: { target_user: { user_id: UNKNOWN } },
+    allowed: [400, 'Unknown User'],
+  },
+  {
+    op: 'delete_user',
+    permission: 'Users Delete',
+    writes: true,
+    body: { target_user: { user_id: UNKNOWN } },
+    allowed: [400, `Unknown user (${UNKNOWN})`],
+  },
+  {
+    op: 'update_user_password',
+    permission: 'Users Modify',
+    writes: true,
+    body: { target_user: { user_id: UNKNOWN, password: 'Secret-123' } },
+    allowed: [400, 'Unknown User'],
+  },
+  {
+    op: 'update_user_name',
+    permission: 'Users Modify',
+    writes: true,
+    body: { target_user: { user_id: UNKNOWN, first_name: 'A' } },
+    allowed: [400, 'Unknown User'],
+  },
   { op: 'get_groups', permission: 'Groups View', writes: false, body: {}, allowed: [200] },
-  { op: 'create_group', permission: 'Groups Create', writes: true, body: { target_group: { name: 'matrix', priority: 0 } }, allowed: [400, 'Invalid priority value (0)'] },
-  { op: 'update_group', permission: 'Groups Modify', writes: true, body: { target_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid Group ID (${UNKNOWN})`] },
-  { op: 'delete_group', permission: 'Groups Delete', writes: true, body: { target_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid Group ID (${UNKNOWN})`] },
-  { op: 'add_user_group', permission: 'Groups Modify', writes: true, body: { target_user: { user_id: UNKNOWN }, target_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid User ID (${UNKNOWN})`] },
-  { op: 'remove_user_group', permission: 'Groups Modify', writes: true, body: { target_user: { user_id: UNKNOWN }, target_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid User ID (${UNKNOWN})`] },
-  { op: 'change_user_group', permission: 'Groups Modify', writes: true, body: { target_user: { user_id: UNKNOWN }, old_group: { group_id: UNKNOWN }, new_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid User ID (${UNKNOWN})`] },
-  { op: 'get_users_group', permission: 'Groups View', writes: false, body: { target_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid Group ID (${UNKNOWN})`] },
-  { op: 'install_workspace', permission: 'Images Create', writes: true, body: {}, allowed: [400, 'Invalid Request: Missing required parameters'] },
+  {
+    op: 'create_group',
+    permission: 'Groups Create',
+    writes: true,
+    body: { target_group: { name: 'matrix', priority: 0 } },
+    allowed: [400, 'Invalid priority value (0)'],
+  },
+  {
+    op: 'update_group',
+    permission: 'Groups Modify',
+    writes: true,
+    body: { target_group: { group_id: UNKNOWN } },
+    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
+  },
+  {
+    op: 'delete_group',
+    permission: 'Groups Delete',
+    writes: true,
+    body: { target_group: { group_id: UNKNOWN } },
+    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
+  },
+  {
+    op: 'add_user_group',
+    permission: 'Groups Modify',
+    writes: true,
+    body: { target_user: { user_id: UNKNOWN }, target_group: { group_id: UNKNOWN } },
+    allowed: [400, `Invalid User ID (${UNKNOWN})`],
+  },
+  {
+    op: 'remove_user_group',
+    permission: 'Groups Modify',
+    writes: true,
+    body: { target_user: { user_id: UNKNOWN }, target_group: { group_id: UNKNOWN } },
+    allowed: [400, `Invalid User ID (${UNKNOWN})`],
+  },
+  {
+    op: 'change_user_group',
+    permission: 'Groups Modify',
+    writes: true,
+    body: {
+      target_user: { user_id: UNKNOWN },
+      old_group: { group_id: UNKNOWN },
+      new_group: { group_id: UNKNOWN },
+    },
+    allowed: [400, `Invalid User ID (${UNKNOWN})`],
+  },
+  {
+    op: 'get_users_group',
+    permission: 'Groups View',
+    writes: false,
+    body: { target_group: { group_id: UNKNOWN } },
+    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
+  },
+  {
+    op: 'install_workspace',
+    permission: 'Images Create',
+    writes: true,
+    body: {},
+    allowed: [400, 'Invalid Request: Missing required parameters'],
+  },
   { op: 'get_images', permission: 'Images View', writes: false, body: {}, allowed: [200] },
-  { op: 'delete_image', permission: 'Images Delete', writes: true, body: { target_image: { image_id: UNKNOWN } }, allowed: [400, `Invalid Image ID (${UNKNOWN})`] },
-  { op: 'add_images_group', permission: 'Groups Modify', writes: true, body: { target_group: { group_id: UNKNOWN }, target_image: { image_id: UNKNOWN } }, allowed: [400, 'Group or image does not exist'] },
-  { op: 'remove_images_group', permission: 'Groups Modify', writes: true, body: { target_group: { group_id: UNKNOWN }, target_image: { image_id: UNKNOWN } }, allowed: [400, 'Group or image does not exist'] },
-  { op: 'get_images_group', permission: 'Groups View', writes: false, body: { target_group: { group_id: UNKNOWN } }, allowed: [400, `Invalid Group ID (${UNKNOWN})`] },
-  { op: 'get_user_images', permission: 'Users View', writes: false, body: { target_user: { user_id: UNKNOWN } }, allowed: [400, 'Unknown User'] },
+  {
+    op: 'delete_image',
+    permission: 'Images Delete',
+    writes: true,
+    body: { target_image: { image_id: UNKNOWN } },
+    allowed: [400, `Invalid Image ID (${UNKNOWN})`],
+  },
+  {
+    op: 'add_images_group',
+    permission: 'Groups Modify',
+    writes: true,
+    body: { target_group: { group_id: UNKNOWN }, target_image: { image_id: UNKNOWN } },
+    allowed: [400, 'Group or image does not exist'],
+  },
+  {
+    op: 'remove_images_group',
+    permission: 'Groups Modify',
+    writes: true,
+    body: { target_group: { group_id: UNKNOWN }, target_image: { image_id: UNKNOWN } },
+    allowed: [400, 'Group or image does not exist'],
+  },
+  {
+    op: 'get_images_group',
+    permission: 'Groups View',
+    writes: false,
+    body: { target_group: { group_id: UNKNOWN } },
+    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
+  },
+  {
+    op: 'get_user_images',
+    permission: 'Users View',
+    writes: false,
+    body: { target_user: { user_id: UNKNOWN } },
+    allowed: [400, 'Unknown User'],
+  },
 ];
 
 describe('authorization matrix: every operation × every credential situation', () => {
@@ -42,14 +166,25 @@ describe('authorization matrix: every operation × every credential situation', 
   beforeAll(async () => {
     t = await buildTestApp();
     keys.disabled = await t.createKey(['Global Admin'], { name: 'disabled' });
-    await t.database.db.updateTable('api_keys').set({ enabled: false }).where('api_key', '=', keys.disabled.api_key).execute();
-    keys.expired = await t.createKey(['Global Admin'], { name: 'expired', expires: new Date(Date.now() - 60_000) });
+    await t.database.db
+      .updateTable('api_keys')
+      .set({ enabled: false })
+      .where('api_key', '=', keys.disabled.api_key)
+      .execute();
+    keys.expired = await t.createKey(['Global Admin'], {
+      name: 'expired',
+      expires: new Date(Date.now() - 60_000),
+    });
     keys.readOnlyAdmin = await t.createKey(['Global Admin'], { name: 'read-only', readOnly: true });
     keys.unrelated = await t.createKey(['Images Delete'], { name: 'unrelated' });
   }, 60_000);
   afterAll(() => t?.close());
 
-  const expectError = async (response: Promise<import('fastify').LightMyRequestResponse>, status: number, message: string) => {
+  const expectError = async (
+    response: Promise<import('fastify').LightMyRequestResponse>,
+    status: number,
+    message: string,
+  ) => {
     const r = await response;
     expect({ status: r.statusCode, body: r.json() }).toEqual({ status, body: { error_message: message } });
   };
@@ -60,8 +195,16 @@ describe('authorization matrix: every operation × every credential situation', 
       await expectError(t.call(op, { ...body, api_key: t.admin.api_key }, null), 400, 'Invalid Request');
     });
     test('wrong secret, unknown key, disabled key → 403 Access Denied', async () => {
-      await expectError(t.call(op, body, { ...t.admin, api_key_secret: 'x'.repeat(32) }), 403, 'Access Denied');
-      await expectError(t.call(op, body, { api_key: 'NoSuchKey123', api_key_secret: t.admin.api_key_secret }), 403, 'Access Denied');
+      await expectError(
+        t.call(op, body, { ...t.admin, api_key_secret: 'x'.repeat(32) }),
+        403,
+        'Access Denied',
+      );
+      await expectError(
+        t.call(op, body, { api_key: 'NoSuchKey123', api_key_secret: t.admin.api_key_secret }),
+        403,
+        'Access Denied',
+      );
       await expectError(t.call(op, body, keys.disabled), 403, 'Access Denied');
     });
     test('expired key → 401 Access has expired', async () => {
@@ -74,7 +217,8 @@ describe('authorization matrix: every operation × every credential situation', 
     });
     test(`key without ${permission} → ${permission === 'any' ? 'allowed' : '401 Unauthorized'}`, async () => {
       const r = t.call(op, body, keys.unrelated);
-      if (permission === 'any' || permission === 'Images Delete') expect((await r).statusCode).toBe(allowed[0]);
+      if (permission === 'any' || permission === 'Images Delete')
+        expect((await r).statusCode).toBe(allowed[0]);
       else await expectError(r, 401, 'Unauthorized');
     });
     test(`key with exactly ${permission}, and Global Admin → the operation runs`, async () => {
@@ -91,7 +235,10 @@ describe('authorization matrix: every operation × every credential situation', 
 describe('credentials', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await buildTestApp({ BOOTSTRAP_API_KEY: 'BootstrapKey', BOOTSTRAP_API_KEY_SECRET: 'bootstrap-secret-0123456789abcdef' });
+    t = await buildTestApp({
+      BOOTSTRAP_API_KEY: 'BootstrapKey',
+      BOOTSTRAP_API_KEY_SECRET: 'bootstrap-secret-0123456789abcdef',
+    });
   }, 60_000);
   afterAll(() => t?.close());
 
@@ -99,11 +246,20 @@ describe('credentials', () => {
 
   test('the headers api-key / api-key-secret work and win over the body', async () => {
     const headers = { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret };
-    expect((await inject({ method: 'POST', url: '/api/public/get_users', headers, payload: {} })).statusCode).toBe(200);
+    expect(
+      (await inject({ method: 'POST', url: '/api/public/get_users', headers, payload: {} })).statusCode,
+    ).toBe(200);
     const wrongBody = { api_key: 'NoSuchKey123', api_key_secret: 'nope' };
-    expect((await inject({ method: 'POST', url: '/api/public/get_users', headers, payload: wrongBody })).statusCode).toBe(200);
+    expect(
+      (await inject({ method: 'POST', url: '/api/public/get_users', headers, payload: wrongBody }))
+        .statusCode,
+    ).toBe(200);
     const wrongHeader = { 'api-key': t.admin.api_key, 'api-key-secret': 'wrong' };
-    expect((await inject({ method: 'POST', url: '/api/public/get_users', headers: wrongHeader, payload: t.admin })).json()).toEqual({ error_message: 'Access Denied' });
+    expect(
+      (
+        await inject({ method: 'POST', url: '/api/public/get_users', headers: wrongHeader, payload: t.admin })
+      ).json(),
+    ).toEqual({ error_message: 'Access Denied' });
   });
 
   test('a POST with the credentials in the headers and no body at all works', async () => {
@@ -112,25 +268,43 @@ describe('credentials', () => {
       const r = await inject({ method: 'POST', url: `/api/public/${op}`, headers });
       expect(r.statusCode).toBe(200);
     }
-    expect((await inject({ method: 'POST', url: '/api/public/get_users' })).json()).toEqual({ error_message: 'Invalid Request' });
+    expect((await inject({ method: 'POST', url: '/api/public/get_users' })).json()).toEqual({
+      error_message: 'Invalid Request',
+    });
   });
 
   test('GET validate_credentials with the headers; without them 400', async () => {
-    const ok = await inject({ method: 'GET', url: '/api/public/validate_credentials', headers: { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret } });
+    const ok = await inject({
+      method: 'GET',
+      url: '/api/public/validate_credentials',
+      headers: { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret },
+    });
     expect({ status: ok.statusCode, body: ok.json() }).toEqual({ status: 200, body: {} });
     // The stale client sends only "Authorization: Bearer <key>": no secret.
-    const stale = await inject({ method: 'GET', url: '/api/public/validate_credentials', headers: { authorization: `Bearer ${t.admin.api_key}` } });
-    expect({ status: stale.statusCode, body: stale.json() }).toEqual({ status: 400, body: { error_message: 'Invalid Request' } });
+    const stale = await inject({
+      method: 'GET',
+      url: '/api/public/validate_credentials',
+      headers: { authorization: `Bearer ${t.admin.api_key}` },
+    });
+    expect({ status: stale.statusCode, body: stale.json() }).toEqual({
+      status: 400,
+      body: { error_message: 'Invalid Request' },
+    });
   });
 
   test('credentials of the wrong type are missing credentials', async () => {
-    expect((await t.call('get_users', { api_key: 12345, api_key_secret: true }, null)).json()).toEqual({ error_message: 'Invalid Request' });
+    expect((await t.call('get_users', { api_key: 12345, api_key_secret: true }, null)).json()).toEqual({
+      error_message: 'Invalid Request',
+    });
   });
 
   test('unknown paths answer 404 Not Found before any credential check', async () => {
     for (const url of ['/api/public/get_everything', '/api/public/', '/nowhere']) {
       const r = await inject({ method: 'POST', url, payload: {} });
-      expect({ status: r.statusCode, body: r.json() }).toEqual({ status: 404, body: { error_message: 'Not Found' } });
+      expect({ status: r.statusCode, body: r.json() }).toEqual({
+        status: 404,
+        body: { error_message: 'Not Found' },
+      });
     }
   });
 
@@ -144,17 +318,39 @@ describe('credentials', () => {
   test('the bootstrap key from configuration is an enabled Global Admin key', async () => {
     const key = { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' };
     expect((await t.call('get_groups', {}, key)).statusCode).toBe(200);
-    expect((await t.call('validate_credentials', {}, { ...key, api_key_secret: 'other' })).statusCode).toBe(403);
+    expect((await t.call('validate_credentials', {}, { ...key, api_key_secret: 'other' })).statusCode).toBe(
+      403,
+    );
   });
 
   test('a restart with the bootstrap configuration re-enables and re-keys that key', async () => {
-    await t.database.db.updateTable('api_keys').set({ enabled: false, permissions: [] }).where('api_key', '=', 'BootstrapKey').execute();
-    const config = loadConfig({ LOG_LEVEL: 'silent', BOOTSTRAP_API_KEY: 'BootstrapKey', BOOTSTRAP_API_KEY_SECRET: 'a-new-secret' });
+    await t.database.db
+      .updateTable('api_keys')
+      .set({ enabled: false, permissions: [] })
+      .where('api_key', '=', 'BootstrapKey')
+      .execute();
+    const config = loadConfig({
+      LOG_LEVEL: 'silent',
+      BOOTSTRAP_API_KEY: 'BootstrapKey',
+      BOOTSTRAP_API_KEY_SECRET: 'a-new-secret',
+    });
     const restarted = await buildApp({ ...config, database: t.config.database }, { database: t.database });
     try {
-      const r = await restarted.inject({ method: 'POST', url: '/api/public/get_users', payload: { api_key: 'BootstrapKey', api_key_secret: 'a-new-secret' } });
+      const r = await restarted.inject({
+        method: 'POST',
+        url: '/api/public/get_users',
+        payload: { api_key: 'BootstrapKey', api_key_secret: 'a-new-secret' },
+      });
       expect(r.statusCode).toBe(200);
-      expect((await t.call('get_users', {}, { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' })).statusCode).toBe(403);
+      expect(
+        (
+          await t.call(
+            'get_users',
+            {},
+            { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' },
+          )
+        ).statusCode,
+      ).toBe(403);
     } finally {
       await restarted.close();
     }
@@ -164,9 +360,15 @@ describe('credentials', () => {
     const key = await t.createKey(['Users View']);
     expect(key.api_key).toMatch(/^[A-Za-z0-9]{12}$/);
     expect(key.api_key_secret).toMatch(/^[A-Za-z0-9]{32}$/);
-    const row = await t.database.db.selectFrom('api_keys').selectAll().where('api_key', '=', key.api_key).executeTakeFirstOrThrow();
+    const row = await t.database.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('api_key', '=', key.api_key)
+      .executeTakeFirstOrThrow();
     expect(JSON.stringify(row)).not.toContain(key.api_key_secret);
-    expect(row.secret_hash).toBe(createHash('sha256').update(row.secret_salt).update(key.api_key_secret).digest('hex'));
+    expect(row.secret_hash).toBe(
+      createHash('sha256').update(row.secret_salt).update(key.api_key_secret).digest('hex'),
+    );
     expect(row.secret_hash).not.toBe(createHash('sha256').update(key.api_key_secret).digest('hex'));
   });
 

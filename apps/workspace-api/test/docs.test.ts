@@ -1,9 +1,29 @@
 import { buildTestApp, type TestApp } from './support/app';
 
 const OPERATIONS = [
-  'validate_credentials', 'get_users', 'get_user', 'create_user', 'update_user', 'delete_user', 'update_user_password', 'update_user_name',
-  'get_groups', 'create_group', 'update_group', 'delete_group', 'add_user_group', 'remove_user_group', 'change_user_group', 'get_users_group',
-  'install_workspace', 'get_images', 'delete_image', 'add_images_group', 'remove_images_group', 'get_images_group', 'get_user_images',
+  'validate_credentials',
+  'get_users',
+  'get_user',
+  'create_user',
+  'update_user',
+  'delete_user',
+  'update_user_password',
+  'update_user_name',
+  'get_groups',
+  'create_group',
+  'update_group',
+  'delete_group',
+  'add_user_group',
+  'remove_user_group',
+  'change_user_group',
+  'get_users_group',
+  'install_workspace',
+  'get_images',
+  'delete_image',
+  'add_images_group',
+  'remove_images_group',
+  'get_images_group',
+  'get_user_images',
 ];
 
 /** The OpenAPI document describes every operation completely; the operator endpoints answer. */
@@ -17,23 +37,30 @@ describe('docs and operator endpoints', () => {
   afterAll(() => t?.close());
 
   test('the document lists exactly the contract operations under /api/public', () => {
-    const paths = Object.keys(doc.paths).filter((p) => p.startsWith('/api/public/')).map((p) => p.slice('/api/public/'.length));
+    const paths = Object.keys(doc.paths)
+      .filter((p) => p.startsWith('/api/public/'))
+      .map((p) => p.slice('/api/public/'.length));
     expect(paths.sort()).toEqual([...OPERATIONS].sort());
     expect(Object.keys(doc.paths['/api/public/validate_credentials']).sort()).toEqual(['get', 'post']);
   });
 
-  test.each(OPERATIONS)('%s: tag, summary, permission, API-key security, body, success and Kasm error responses', (op) => {
-    const route = doc.paths[`/api/public/${op}`].post;
-    expect(route.tags).toHaveLength(1);
-    expect(route.summary).toEqual(expect.any(String));
-    expect(route.description).toMatch(/Permission: \*\*/);
-    expect(route.security).toEqual([{ apiKeyHeader: [], apiKeySecretHeader: [] }]);
-    expect(route.requestBody.content['application/json'].schema.properties).toHaveProperty('api_key');
-    expect(route.responses['200']).toBeDefined();
-    for (const status of ['400', '401', '403', '500', '503']) {
-      expect(route.responses[status].content['application/json'].schema.$ref).toBe('#/components/schemas/KasmError');
-    }
-  });
+  test.each(OPERATIONS)(
+    '%s: tag, summary, permission, API-key security, body, success and Kasm error responses',
+    (op) => {
+      const route = doc.paths[`/api/public/${op}`].post;
+      expect(route.tags).toHaveLength(1);
+      expect(route.summary).toEqual(expect.any(String));
+      expect(route.description).toMatch(/Permission: \*\*/);
+      expect(route.security).toEqual([{ apiKeyHeader: [], apiKeySecretHeader: [] }]);
+      expect(route.requestBody.content['application/json'].schema.properties).toHaveProperty('api_key');
+      expect(route.responses['200']).toBeDefined();
+      for (const status of ['400', '401', '403', '500', '503']) {
+        expect(route.responses[status].content['application/json'].schema.$ref).toBe(
+          '#/components/schemas/KasmError',
+        );
+      }
+    },
+  );
 
   test('the security schemes are the Kasm headers, so "try it" works from /docs', async () => {
     expect(doc.components.securitySchemes).toEqual({
@@ -50,6 +77,8 @@ describe('docs and operator endpoints', () => {
     expect((await t.app.inject('/readyz')).json()).toEqual({ status: 'ready' });
     await t.call('get_users');
     const metrics = await t.app.inject('/metrics');
-    expect(metrics.body).toMatch(/http_request_duration_seconds_count\{method="POST",route="\/api\/public\/get_users",status_code="200"\}/);
+    expect(metrics.body).toMatch(
+      /http_request_duration_seconds_count\{method="POST",route="\/api\/public\/get_users",status_code="200"\}/,
+    );
   });
 });

@@ -22,7 +22,8 @@ const entry = (overrides: Record<string, unknown> = {}): Record<string, unknown>
   ...overrides,
 });
 
-const dashed = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+const dashed = (hex: string) =>
+  `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 
 describe('workspaces (images) and group allow-lists', () => {
   let t: TestApp;
@@ -40,31 +41,61 @@ describe('workspaces (images) and group allow-lists', () => {
     expect({ op, status: r.statusCode, body: r.json() }).toMatchObject({ op, status: 200 });
     return r.json();
   };
-  const install = async (overrides: Record<string, unknown> = {}) => (await ok('install_workspace', { workspace: entry(overrides) })).image;
-  const allImageNames = async () => ((await ok('get_images')).images as { name: string }[]).map((i) => i.name);
+  const install = async (overrides: Record<string, unknown> = {}) =>
+    (await ok('install_workspace', { workspace: entry(overrides) })).image;
+  const allImageNames = async () =>
+    ((await ok('get_images')).images as { name: string }[]).map((i) => i.name);
 
   /** Groups and users are created directly in the database: their operations belong to other features. */
   const createGroup = async (name: string) => {
-    const row = await t.database.db.insertInto('groups').values({ name, priority: 100, description: null }).returning('id').executeTakeFirstOrThrow();
+    const row = await t.database.db
+      .insertInto('groups')
+      .values({ name, priority: 100, description: null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
     return toKasmId(row.id);
   };
   const createUser = async (username: string, groupIds: string[]) => {
     const row = await t.database.db
       .insertInto('users')
-      .values({ username, password_hash: null, first_name: null, last_name: null, organization: null, phone: null, notes: null, last_session: null })
+      .values({
+        username,
+        password_hash: null,
+        first_name: null,
+        last_name: null,
+        organization: null,
+        phone: null,
+        notes: null,
+        last_session: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
-    if (groupIds.length) await t.database.db.insertInto('user_groups').values(groupIds.map((g) => ({ user_id: row.id, group_id: dashed(g) }))).execute();
+    if (groupIds.length)
+      await t.database.db
+        .insertInto('user_groups')
+        .values(groupIds.map((g) => ({ user_id: row.id, group_id: dashed(g) })))
+        .execute();
     return toKasmId(row.id);
   };
 
   describe('install_workspace: entry validation', () => {
-    const REQUIRED = ['friendly_name', 'name', 'description', 'image_src', 'architecture', 'compatibility', 'uncompressed_size_mb'];
+    const REQUIRED = [
+      'friendly_name',
+      'name',
+      'description',
+      'image_src',
+      'architecture',
+      'compatibility',
+      'uncompressed_size_mb',
+    ];
 
     test.each(REQUIRED)('a missing or null %s answers 400 naming it', async (field) => {
       const missing = entry();
       delete missing[field];
-      expect(await error('install_workspace', { workspace: missing })).toEqual({ status: 400, message: `Invalid workspace: ${field} is required` });
+      expect(await error('install_workspace', { workspace: missing })).toEqual({
+        status: 400,
+        message: `Invalid workspace: ${field} is required`,
+      });
       expect(await error('install_workspace', { workspace: entry({ [field]: null }) })).toEqual({
         status: 400,
         message: `Invalid workspace: ${field} is required`,
@@ -101,11 +132,23 @@ describe('workspaces (images) and group allow-lists', () => {
       ['uncompressed_size_mb', 2147483648, SIZE],
       ['categories', 'Browser', 'categories must be a list of strings'],
       ['categories', ['Browser', 3], 'categories must be a list of strings'],
-      ['docker_registry', 'index.docker.io', 'docker_registry must be an http(s) URL, e.g. https://index.docker.io/v1/'],
-      ['docker_registry', 'ftp://index.docker.io/', 'docker_registry must be an http(s) URL, e.g. https://index.docker.io/v1/'],
+      [
+        'docker_registry',
+        'index.docker.io',
+        'docker_registry must be an http(s) URL, e.g. https://index.docker.io/v1/',
+      ],
+      [
+        'docker_registry',
+        'ftp://index.docker.io/',
+        'docker_registry must be an http(s) URL, e.g. https://index.docker.io/v1/',
+      ],
       ['run_config', 'hostname=kasm', 'run_config must be an object, e.g. {"hostname": "kasm"}'],
       ['run_config', [{ hostname: 'kasm' }], 'run_config must be an object, e.g. {"hostname": "kasm"}'],
-      ['exec_config', 'bash', 'exec_config must be an object with optional go, assign and first_launch, each {"cmd": "..."}'],
+      [
+        'exec_config',
+        'bash',
+        'exec_config must be an object with optional go, assign and first_launch, each {"cmd": "..."}',
+      ],
       ['exec_config', { go: 'bash -c x' }, 'exec_config.go must be an object like {"cmd": "..."}'],
       ['exec_config', { assign: { cmd: 5 } }, 'exec_config.assign.cmd must be a string'],
       ['exec_config', { first_launch: {} }, 'exec_config.first_launch.cmd must be a string'],
@@ -118,11 +161,18 @@ describe('workspaces (images) and group allow-lists', () => {
       ['gpu_count', 0.5, 'gpu_count must be an integer from 0 to 2147483647'],
     ];
     test.each(INVALID)('%s = %j answers 400: %s', async (field, value, rule) => {
-      expect(await error('install_workspace', { workspace: entry({ [field]: value }) })).toEqual({ status: 400, message: `Invalid workspace: ${rule}` });
+      expect(await error('install_workspace', { workspace: entry({ [field]: value }) })).toEqual({
+        status: 400,
+        message: `Invalid workspace: ${rule}`,
+      });
     });
 
     test('every failing field is named, in the contract\u2019s order', async () => {
-      expect(await error('install_workspace', { workspace: entry({ compatibility: ['1.13'], name: 'chrome', cores: '1' }) })).toEqual({
+      expect(
+        await error('install_workspace', {
+          workspace: entry({ compatibility: ['1.13'], name: 'chrome', cores: '1' }),
+        }),
+      ).toEqual({
         status: 400,
         message: `Invalid workspace: ${NAME}; ${COMPAT}; cores must be a number >= 0`,
       });
@@ -133,7 +183,10 @@ describe('workspaces (images) and group allow-lists', () => {
       expect(await error('install_workspace', {})).toEqual(missing);
       expect(await error('install_workspace', { workspace: null })).toEqual(missing);
       for (const workspace of ['kasmweb/chrome:1.16.0', 7, [entry()]]) {
-        expect(await error('install_workspace', { workspace })).toEqual({ status: 400, message: 'Invalid workspace: workspace must be an object' });
+        expect(await error('install_workspace', { workspace })).toEqual({
+          status: 400,
+          message: 'Invalid workspace: workspace must be an object',
+        });
       }
     });
 
@@ -170,18 +223,36 @@ describe('workspaces (images) and group allow-lists', () => {
       });
       const image = (await ok('install_workspace', { workspace: full })).image;
       const { sha: _sha, require_gpu: _gpu, image_type: _type, cpu_allocation_method: _cpu, ...known } = full;
-      expect(image).toEqual({ ...known, image_id: expect.stringMatching(KASM_ID), enabled: true, created: expect.stringMatching(KASM_DATE) });
+      expect(image).toEqual({
+        ...known,
+        image_id: expect.stringMatching(KASM_ID),
+        enabled: true,
+        created: expect.stringMatching(KASM_DATE),
+      });
       // memory stays in MB
       expect(image.memory).toBe(2768);
 
-      const listed = (await ok('get_images')).images.find((i: { image_id: string }) => i.image_id === image.image_id);
+      const listed = (await ok('get_images')).images.find(
+        (i: { image_id: string }) => i.image_id === image.image_id,
+      );
       expect(listed).toEqual(image);
     });
 
     test('absent and null optional fields come back as null (categories as [])', async () => {
       const image = await install({ notes: null, cores: null, run_config: null });
-      expect(image).toMatchObject({ categories: [], docker_registry: null, run_config: null, exec_config: null, notes: null, cores: null, memory: null, gpu_count: null });
-      expect(await ok('install_workspace', { workspace: entry({ architecture: ['arm64', 'arm64'] }) })).toMatchObject({ image: { architecture: ['arm64'] } });
+      expect(image).toMatchObject({
+        categories: [],
+        docker_registry: null,
+        run_config: null,
+        exec_config: null,
+        notes: null,
+        cores: null,
+        memory: null,
+        gpu_count: null,
+      });
+      expect(
+        await ok('install_workspace', { workspace: entry({ architecture: ['arm64', 'arm64'] }) }),
+      ).toMatchObject({ image: { architecture: ['arm64'] } });
     });
 
     test('get_images lists images in installation order', async () => {
@@ -194,7 +265,9 @@ describe('workspaces (images) and group allow-lists', () => {
 
     test('the same name cannot be installed twice', async () => {
       const image = await install();
-      expect(await error('install_workspace', { workspace: entry({ name: image.name, friendly_name: 'Other' }) })).toEqual({
+      expect(
+        await error('install_workspace', { workspace: entry({ name: image.name, friendly_name: 'Other' }) }),
+      ).toEqual({
         status: 400,
         message: `Image (${image.name}) already exists`,
       });
@@ -202,10 +275,13 @@ describe('workspaces (images) and group allow-lists', () => {
 
     test('ten concurrent installs of one name: one 200, nine `already exists`, never a 500', async () => {
       const workspace = entry();
-      const responses = await Promise.all(Array.from({ length: 10 }, () => t.call('install_workspace', { workspace })));
+      const responses = await Promise.all(
+        Array.from({ length: 10 }, () => t.call('install_workspace', { workspace })),
+      );
       const statuses = responses.map((r) => r.statusCode).sort();
       expect(statuses).toEqual([200, ...Array(9).fill(400)]);
-      for (const r of responses.filter((x) => x.statusCode === 400)) expect(r.json()).toEqual({ error_message: `Image (${workspace.name}) already exists` });
+      for (const r of responses.filter((x) => x.statusCode === 400))
+        expect(r.json()).toEqual({ error_message: `Image (${workspace.name}) already exists` });
       expect((await allImageNames()).filter((n) => n === workspace.name)).toHaveLength(1);
     });
 
@@ -213,7 +289,10 @@ describe('workspaces (images) and group allow-lists', () => {
       const image = await install();
       expect(await ok('delete_image', { target_image: { image_id: image.image_id } })).toEqual({});
       expect(await allImageNames()).not.toContain(image.name);
-      expect(await error('delete_image', { target_image: { image_id: image.image_id } })).toEqual({ status: 400, message: `Invalid Image ID (${image.image_id})` });
+      expect(await error('delete_image', { target_image: { image_id: image.image_id } })).toEqual({
+        status: 400,
+        message: `Invalid Image ID (${image.image_id})`,
+      });
 
       const again = await install({ name: image.name });
       expect(again.image_id).not.toBe(image.image_id);
@@ -226,8 +305,14 @@ describe('workspaces (images) and group allow-lists', () => {
       expect(await error('delete_image', {})).toEqual(missing);
       expect(await error('delete_image', { target_image: {} })).toEqual(missing);
       expect(await error('delete_image', { target_image: { image_id: null } })).toEqual(missing);
-      expect(await error('delete_image', { target_image: { image_id: 'not-an-id' } })).toEqual({ status: 400, message: 'Invalid Image ID (not-an-id)' });
-      expect(await error('delete_image', { target_image: { image_id: UNKNOWN } })).toEqual({ status: 400, message: `Invalid Image ID (${UNKNOWN})` });
+      expect(await error('delete_image', { target_image: { image_id: 'not-an-id' } })).toEqual({
+        status: 400,
+        message: 'Invalid Image ID (not-an-id)',
+      });
+      expect(await error('delete_image', { target_image: { image_id: UNKNOWN } })).toEqual({
+        status: 400,
+        message: `Invalid Image ID (${UNKNOWN})`,
+      });
     });
 
     test('types are strict: an id or target of the wrong type is a 400, not coerced', async () => {
@@ -240,7 +325,9 @@ describe('workspaces (images) and group allow-lists', () => {
       ] as const) {
         const r = await error(op, body);
         expect(r.status).toBe(400);
-        expect(r.message).toMatch(/^target_(image|group|user)(\.(image|group|user)_id)? must be (a string|an object)/);
+        expect(r.message).toMatch(
+          /^target_(image|group|user)(\.(image|group|user)_id)? must be (a string|an object)/,
+        );
       }
     });
   });
@@ -251,47 +338,109 @@ describe('workspaces (images) and group allow-lists', () => {
       const image = await install();
       const body = { target_group: { group_id: group }, target_image: { image_id: image.image_id } };
       expect(await ok('add_images_group', body)).toEqual({});
-      expect(await ok('add_images_group', { target_group: { group_id: dashed(group) }, target_image: { image_id: dashed(image.image_id) } })).toEqual({});
-      expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [image] });
+      expect(
+        await ok('add_images_group', {
+          target_group: { group_id: dashed(group) },
+          target_image: { image_id: dashed(image.image_id) },
+        }),
+      ).toEqual({});
+      expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({
+        images: [image],
+      });
     });
 
     test('remove_images_group takes it off; removing a pair that is not allowed is a no-op answered {}', async () => {
       const group = await createGroup('remove');
       const [kept, removed] = [await install(), await install()];
-      for (const image of [kept, removed]) await ok('add_images_group', { target_group: { group_id: group }, target_image: { image_id: image.image_id } });
-      expect(await ok('remove_images_group', { target_group: { group_id: group }, target_image: { image_id: removed.image_id } })).toEqual({});
+      for (const image of [kept, removed])
+        await ok('add_images_group', {
+          target_group: { group_id: group },
+          target_image: { image_id: image.image_id },
+        });
+      expect(
+        await ok('remove_images_group', {
+          target_group: { group_id: group },
+          target_image: { image_id: removed.image_id },
+        }),
+      ).toEqual({});
       expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [kept] });
-      expect(await ok('remove_images_group', { target_group: { group_id: group }, target_image: { image_id: removed.image_id } })).toEqual({});
+      expect(
+        await ok('remove_images_group', {
+          target_group: { group_id: group },
+          target_image: { image_id: removed.image_id },
+        }),
+      ).toEqual({});
       expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [kept] });
     });
 
-    test.each(['add_images_group', 'remove_images_group'])('%s: missing ids, malformed or unknown group or image', async (op) => {
-      const group = await createGroup(`errors ${op}`);
-      const image = await install();
-      const missing = { status: 400, message: 'Invalid request, missing group or image id' };
-      const absent = { status: 400, message: 'Group or image does not exist' };
-      expect(await error(op, {})).toEqual(missing);
-      expect(await error(op, { target_group: { group_id: group } })).toEqual(missing);
-      expect(await error(op, { target_image: { image_id: image.image_id } })).toEqual(missing);
-      expect(await error(op, { target_group: { group_id: group }, target_image: {} })).toEqual(missing);
-      expect(await error(op, { target_group: null, target_image: { image_id: image.image_id } })).toEqual(missing);
-      expect(await error(op, { target_group: { group_id: UNKNOWN }, target_image: { image_id: image.image_id } })).toEqual(absent);
-      expect(await error(op, { target_group: { group_id: group }, target_image: { image_id: UNKNOWN } })).toEqual(absent);
-      expect(await error(op, { target_group: { group_id: 'group-1' }, target_image: { image_id: image.image_id } })).toEqual(absent);
-      expect(await error(op, { target_group: { group_id: group }, target_image: { image_id: 'image-1' } })).toEqual(absent);
-      expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [] });
-    });
+    test.each(['add_images_group', 'remove_images_group'])(
+      '%s: missing ids, malformed or unknown group or image',
+      async (op) => {
+        const group = await createGroup(`errors ${op}`);
+        const image = await install();
+        const missing = { status: 400, message: 'Invalid request, missing group or image id' };
+        const absent = { status: 400, message: 'Group or image does not exist' };
+        expect(await error(op, {})).toEqual(missing);
+        expect(await error(op, { target_group: { group_id: group } })).toEqual(missing);
+        expect(await error(op, { target_image: { image_id: image.image_id } })).toEqual(missing);
+        expect(await error(op, { target_group: { group_id: group }, target_image: {} })).toEqual(missing);
+        expect(await error(op, { target_group: null, target_image: { image_id: image.image_id } })).toEqual(
+          missing,
+        );
+        expect(
+          await error(op, {
+            target_group: { group_id: UNKNOWN },
+            target_image: { image_id: image.image_id },
+          }),
+        ).toEqual(absent);
+        expect(
+          await error(op, { target_group: { group_id: group }, target_image: { image_id: UNKNOWN } }),
+        ).toEqual(absent);
+        expect(
+          await error(op, {
+            target_group: { group_id: 'group-1' },
+            target_image: { image_id: image.image_id },
+          }),
+        ).toEqual(absent);
+        expect(
+          await error(op, { target_group: { group_id: group }, target_image: { image_id: 'image-1' } }),
+        ).toEqual(absent);
+        expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [] });
+      },
+    );
 
     test('get_images_group errors: missing id, malformed and unknown ids as given', async () => {
-      expect(await error('get_images_group', {})).toEqual({ status: 400, message: 'Invalid Request: Missing required parameters' });
-      expect(await error('get_images_group', { target_group: { group_id: 'abc' } })).toEqual({ status: 400, message: 'Invalid Group ID (abc)' });
-      expect(await error('get_images_group', { target_group: { group_id: dashed(UNKNOWN) } })).toEqual({ status: 400, message: `Invalid Group ID (${dashed(UNKNOWN)})` });
+      expect(await error('get_images_group', {})).toEqual({
+        status: 400,
+        message: 'Invalid Request: Missing required parameters',
+      });
+      expect(await error('get_images_group', { target_group: { group_id: 'abc' } })).toEqual({
+        status: 400,
+        message: 'Invalid Group ID (abc)',
+      });
+      expect(await error('get_images_group', { target_group: { group_id: dashed(UNKNOWN) } })).toEqual({
+        status: 400,
+        message: `Invalid Group ID (${dashed(UNKNOWN)})`,
+      });
     });
 
     test('get_user_images is the union of the user\u2019s groups\u2019 images, each once', async () => {
-      const [a, b, other] = [await createGroup('union a'), await createGroup('union b'), await createGroup('union other')];
-      const [onlyA, shared, onlyB, elsewhere] = [await install(), await install(), await install(), await install()];
-      const allow = (group: string, image: { image_id: string }) => ok('add_images_group', { target_group: { group_id: group }, target_image: { image_id: image.image_id } });
+      const [a, b, other] = [
+        await createGroup('union a'),
+        await createGroup('union b'),
+        await createGroup('union other'),
+      ];
+      const [onlyA, shared, onlyB, elsewhere] = [
+        await install(),
+        await install(),
+        await install(),
+        await install(),
+      ];
+      const allow = (group: string, image: { image_id: string }) =>
+        ok('add_images_group', {
+          target_group: { group_id: group },
+          target_image: { image_id: image.image_id },
+        });
       await allow(a, onlyA);
       await allow(a, shared);
       await allow(b, shared);
@@ -302,27 +451,49 @@ describe('workspaces (images) and group allow-lists', () => {
       expect(images).toEqual([onlyA, shared, onlyB]);
 
       const loner = await createUser('no-groups', []);
-      expect(await ok('get_user_images', { target_user: { user_id: dashed(loner) } })).toEqual({ images: [] });
+      expect(await ok('get_user_images', { target_user: { user_id: dashed(loner) } })).toEqual({
+        images: [],
+      });
     });
 
     test('get_user_images errors: missing id, malformed and unknown users', async () => {
-      expect(await error('get_user_images', {})).toEqual({ status: 400, message: 'Invalid Request: Missing required parameters' });
-      expect(await error('get_user_images', { target_user: { user_id: 'bob' } })).toEqual({ status: 400, message: 'Unknown User' });
-      expect(await error('get_user_images', { target_user: { user_id: UNKNOWN } })).toEqual({ status: 400, message: 'Unknown User' });
+      expect(await error('get_user_images', {})).toEqual({
+        status: 400,
+        message: 'Invalid Request: Missing required parameters',
+      });
+      expect(await error('get_user_images', { target_user: { user_id: 'bob' } })).toEqual({
+        status: 400,
+        message: 'Unknown User',
+      });
+      expect(await error('get_user_images', { target_user: { user_id: UNKNOWN } })).toEqual({
+        status: 400,
+        message: 'Unknown User',
+      });
     });
 
     test('deleting an image removes it from every group and from its users\u2019 lists', async () => {
       const [a, b] = [await createGroup('delete a'), await createGroup('delete b')];
       const [doomed, kept] = [await install(), await install()];
       for (const group of [a, b]) {
-        for (const image of [doomed, kept]) await ok('add_images_group', { target_group: { group_id: group }, target_image: { image_id: image.image_id } });
+        for (const image of [doomed, kept])
+          await ok('add_images_group', {
+            target_group: { group_id: group },
+            target_image: { image_id: image.image_id },
+          });
       }
       const user = await createUser('delete-user', [a, b]);
       await ok('delete_image', { target_image: { image_id: doomed.image_id } });
 
-      for (const group of [a, b]) expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [kept] });
+      for (const group of [a, b])
+        expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({
+          images: [kept],
+        });
       expect(await ok('get_user_images', { target_user: { user_id: user } })).toEqual({ images: [kept] });
-      const rows = await t.database.db.selectFrom('group_images').select('group_id').where('image_id', '=', dashed(doomed.image_id)).execute();
+      const rows = await t.database.db
+        .selectFrom('group_images')
+        .select('group_id')
+        .where('image_id', '=', dashed(doomed.image_id))
+        .execute();
       expect(rows).toEqual([]);
       // Re-installed under the same name it is a new image that no group allows yet.
       const again = await install({ name: doomed.name });
@@ -342,7 +513,13 @@ describe('workspaces (images) and group allow-lists', () => {
       return { code, lines, path };
     };
     const document = (workspaces: unknown) =>
-      JSON.stringify({ name: 'Mixed', description: 'Test registry', icon: 'icon.png', list_url: 'https://example.org/registry/', workspaces });
+      JSON.stringify({
+        name: 'Mixed',
+        description: 'Test registry',
+        icon: 'icon.png',
+        list_url: 'https://example.org/registry/',
+        workspaces,
+      });
 
     test('installs valid entries, skips installed names (also repeated ones), rejects invalid entries naming the field', async () => {
       const existing = await install();
@@ -374,22 +551,43 @@ describe('workspaces (images) and group allow-lists', () => {
 
     test('an unreadable file, bad JSON or a document of the wrong shape is an error naming the file', async () => {
       const missing = join(dir, 'missing.json');
-      await expect(registryCommand(t.database.db, 'import', [missing], () => undefined)).rejects.toThrow(`cannot read ${missing}`);
-      await expect(importFile('bad.json', '{"name": ')).rejects.toThrow(/bad\.json is not valid JSON/);
-      await expect(importFile('array.json', '[]')).rejects.toThrow(/is not a registry document \(schema 1\.0 list\.json\): the document must be a JSON object$/);
-      await expect(importFile('url.json', JSON.stringify({ name: 'x', description: 'y', icon: 'z', list_url: 'registry', workspaces: [] }))).rejects.toThrow(
-        /: list_url must be an http\(s\) URL$/,
+      await expect(registryCommand(t.database.db, 'import', [missing], () => undefined)).rejects.toThrow(
+        `cannot read ${missing}`,
       );
-      await expect(registryCommand(t.database.db, 'export', ['x'], () => undefined)).rejects.toThrow(/usage:\n {2}registry import LIST_JSON/);
+      await expect(importFile('bad.json', '{"name": ')).rejects.toThrow(/bad\.json is not valid JSON/);
+      await expect(importFile('array.json', '[]')).rejects.toThrow(
+        /is not a registry document \(schema 1\.0 list\.json\): the document must be a JSON object$/,
+      );
+      await expect(
+        importFile(
+          'url.json',
+          JSON.stringify({ name: 'x', description: 'y', icon: 'z', list_url: 'registry', workspaces: [] }),
+        ),
+      ).rejects.toThrow(/: list_url must be an http\(s\) URL$/);
+      await expect(registryCommand(t.database.db, 'export', ['x'], () => undefined)).rejects.toThrow(
+        /usage:\n {2}registry import LIST_JSON/,
+      );
     });
   });
 
   test('the documentation describes every images operation with the Image schema', async () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
-    for (const op of ['install_workspace', 'get_images', 'delete_image', 'add_images_group', 'remove_images_group', 'get_images_group', 'get_user_images']) {
+    for (const op of [
+      'install_workspace',
+      'get_images',
+      'delete_image',
+      'add_images_group',
+      'remove_images_group',
+      'get_images_group',
+      'get_user_images',
+    ]) {
       expect(doc.paths[`/api/public/${op}`]?.post?.tags).toEqual(['images']);
     }
-    const image = doc.paths['/api/public/install_workspace'].post.responses['200'].content['application/json'].schema.properties.image;
-    expect(Object.keys(image.properties)).toEqual(expect.arrayContaining(['image_id', 'name', 'compatibility', 'memory', 'enabled', 'created']));
+    const image =
+      doc.paths['/api/public/install_workspace'].post.responses['200'].content['application/json'].schema
+        .properties.image;
+    expect(Object.keys(image.properties)).toEqual(
+      expect.arrayContaining(['image_id', 'name', 'compatibility', 'memory', 'enabled', 'created']),
+    );
   });
 });

@@ -44,7 +44,10 @@ export function assertSchemaName(schema: string): void {
  * Opens a pool on the service's schema: on the PostgreSQL `url` names, or else on the local server
  * (found running or started, see local-server.ts). Both are the same code path from here on.
  */
-export async function openDatabase<DB>(config: DatabaseConfig, options: OpenDatabaseOptions = {}): Promise<Database<DB>> {
+export async function openDatabase<DB>(
+  config: DatabaseConfig,
+  options: OpenDatabaseOptions = {},
+): Promise<Database<DB>> {
   assertSchemaName(config.schema);
   if (config.url) return openPool<DB>(config.url, 'postgres', config, options);
   const server = await ensureLocalServer({ dataDir: localDataDir(config.dataDir), port: config.localPort });
@@ -53,7 +56,13 @@ export async function openDatabase<DB>(config: DatabaseConfig, options: OpenData
   });
 }
 
-function openPool<DB>(url: string, kind: Database<DB>['kind'], config: DatabaseConfig, options: OpenDatabaseOptions, afterDestroy?: () => Promise<void>): Database<DB> {
+function openPool<DB>(
+  url: string,
+  kind: Database<DB>['kind'],
+  config: DatabaseConfig,
+  options: OpenDatabaseOptions,
+  afterDestroy?: () => Promise<void>,
+): Database<DB> {
   const pool = new Pool({
     connectionString: url,
     max: config.poolMax ?? 10,
@@ -72,7 +81,12 @@ function openPool<DB>(url: string, kind: Database<DB>['kind'], config: DatabaseC
   return wrap(db, kind, config.schema, afterDestroy);
 }
 
-function wrap<DB>(db: Kysely<DB>, kind: Database<DB>['kind'], schema: string, afterDestroy?: () => Promise<void>): Database<DB> {
+function wrap<DB>(
+  db: Kysely<DB>,
+  kind: Database<DB>['kind'],
+  schema: string,
+  afterDestroy?: () => Promise<void>,
+): Database<DB> {
   let closed: Promise<void> | undefined;
   return {
     db,
@@ -81,7 +95,10 @@ function wrap<DB>(db: Kysely<DB>, kind: Database<DB>['kind'], schema: string, af
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(Object.assign(new Error('database ping timed out'), { code: 'ETIMEDOUT' })), timeoutMs);
+        timer = setTimeout(
+          () => reject(Object.assign(new Error('database ping timed out'), { code: 'ETIMEDOUT' })),
+          timeoutMs,
+        );
       });
       try {
         await Promise.race([sql`select 1`.execute(db), timeout]);

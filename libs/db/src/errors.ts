@@ -1,4 +1,13 @@
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
 const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
 const DRIVER_MESSAGES = [
@@ -16,7 +25,11 @@ const DRIVER_MESSAGES = [
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, message } = e as { code?: unknown; message?: unknown };
-    if (typeof code === 'string' && (NETWORK_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08'))) return true;
+    if (
+      typeof code === 'string' &&
+      (NETWORK_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08'))
+    )
+      return true;
     if (typeof message === 'string' && DRIVER_MESSAGES.some((re) => re.test(message))) return true;
     if (e instanceof AggregateError && e.errors.some(isDatabaseUnavailable)) return true;
   }

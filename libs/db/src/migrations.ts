@@ -24,8 +24,14 @@ export async function migrateToLatest(
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
-    const cause = error instanceof Error ? error : new Error(String(error ?? `migration ${failed?.migrationName} failed`));
-    throw new Error(`migrating schema "${schema}" failed${failed ? ` at ${failed.migrationName}` : ''}: ${cause.message}`, { cause });
+    const cause =
+      error instanceof Error
+        ? error
+        : new Error(String(error ?? `migration ${failed?.migrationName} failed`));
+    throw new Error(
+      `migrating schema "${schema}" failed${failed ? ` at ${failed.migrationName}` : ''}: ${cause.message}`,
+      { cause },
+    );
   }
   return (results ?? []).map((r) => r.migrationName);
 }

@@ -1,11 +1,22 @@
 import { sql, type Generated, type Kysely, type Migration } from 'kysely';
-import { isDatabaseUnavailable, migrateToLatest, openDatabase, sqlState, SQLSTATE, type Database } from '../src';
+import {
+  isDatabaseUnavailable,
+  migrateToLatest,
+  openDatabase,
+  sqlState,
+  SQLSTATE,
+  type Database,
+} from '../src';
 import { dropSchema, testDatabase } from '../src/testing';
 
 const migrations: Record<string, Migration> = {
   '2026-01-01T0000_notes': {
     up: async (db: Kysely<any>) => {
-      await db.schema.createTable('notes').addColumn('id', 'serial', (c) => c.primaryKey()).addColumn('body', 'text', (c) => c.notNull().unique()).execute();
+      await db.schema
+        .createTable('notes')
+        .addColumn('id', 'serial', (c) => c.primaryKey())
+        .addColumn('body', 'text', (c) => c.notNull().unique())
+        .execute();
     },
   },
 };
@@ -42,13 +53,30 @@ describe('per-service schemas on one PostgreSQL', () => {
       select table_schema, table_name from information_schema.tables
       where table_schema in (${a.schema}, ${b.schema}) order by table_schema, table_name`.execute(a.db);
     const names = rows.map((r) => `${r.table_schema.replace(/_test_[0-9a-f]+$/, '')}.${r.table_name}`);
-    expect(names).toEqual(['svc_a.kysely_migration', 'svc_a.kysely_migration_lock', 'svc_a.notes', 'svc_b.kysely_migration', 'svc_b.kysely_migration_lock', 'svc_b.notes']);
-    expect(await sql<{ n: string }>`select count(*)::text as n from pg_catalog.pg_tables where schemaname = 'public' and tablename = 'notes'`.execute(a.db)).toMatchObject({ rows: [{ n: '0' }] });
+    expect(names).toEqual([
+      'svc_a.kysely_migration',
+      'svc_a.kysely_migration_lock',
+      'svc_a.notes',
+      'svc_b.kysely_migration',
+      'svc_b.kysely_migration_lock',
+      'svc_b.notes',
+    ]);
+    expect(
+      await sql<{
+        n: string;
+      }>`select count(*)::text as n from pg_catalog.pg_tables where schemaname = 'public' and tablename = 'notes'`.execute(
+        a.db,
+      ),
+    ).toMatchObject({ rows: [{ n: '0' }] });
   });
 
   test('migrating again is a no-op; constraint errors keep their SQLSTATE', async () => {
     expect(await migrateToLatest(a.db, a.schema, migrations)).toEqual([]);
-    const duplicate = await a.db.insertInto('notes').values({ body: 'from a' }).execute().catch((e: unknown) => e);
+    const duplicate = await a.db
+      .insertInto('notes')
+      .values({ body: 'from a' })
+      .execute()
+      .catch((e: unknown) => e);
     expect(sqlState(duplicate)).toBe(SQLSTATE.uniqueViolation);
     expect(isDatabaseUnavailable(duplicate)).toBe(false);
     await expect(a.ping()).resolves.toBeUndefined();
@@ -62,7 +90,11 @@ describe('openDatabase and helpers', () => {
   });
 
   test('an unreachable PostgreSQL is "unavailable", quickly', async () => {
-    const db = await openDatabase({ url: 'postgres://postgres@127.0.0.1:1/none', schema: 'x', connectTimeoutMs: 500 });
+    const db = await openDatabase({
+      url: 'postgres://postgres@127.0.0.1:1/none',
+      schema: 'x',
+      connectTimeoutMs: 500,
+    });
     const error = await db.ping().catch((e: unknown) => e);
     expect(isDatabaseUnavailable(error)).toBe(true);
     await db.close();

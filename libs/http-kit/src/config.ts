@@ -8,7 +8,8 @@ export const EnvFlag = (fallback: boolean, description?: string) =>
     // `x-flag`: parseEnv reads the value case-insensitively (YES, On, TRUE).
     { default: fallback, description, 'x-flag': true },
   );
-export const isOn = (value: boolean | string) => value === true || value === 'yes' || value === 'on' || value === '1';
+export const isOn = (value: boolean | string) =>
+  value === true || value === 'yes' || value === 'on' || value === '1';
 
 /**
  * The environment every service reads, with its own defaults; a service spreads these properties
@@ -18,15 +19,34 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
   return {
     PORT: Type.Integer({ minimum: 0, maximum: 65535, default: defaults.port }),
     HOST: Type.String({ default: '127.0.0.1', description: 'Use 0.0.0.0 in containers' }),
-    DATABASE_URL: Type.Optional(Type.String({ description: 'PostgreSQL connection string; unset: the local PostgreSQL server of DATA_DIR' })),
-    DATA_DIR: Type.String({ default: '', description: 'Local PostgreSQL data directory (unset: <root>/.data/postgres; relative: from the repository root)' }),
-    LOCAL_PG_PORT: Type.Integer({ minimum: 1, maximum: 65535, default: DEFAULT_LOCAL_PG_PORT, description: 'Port of the local PostgreSQL server when a process starts it' }),
+    DATABASE_URL: Type.Optional(
+      Type.String({
+        description: 'PostgreSQL connection string; unset: the local PostgreSQL server of DATA_DIR',
+      }),
+    ),
+    DATA_DIR: Type.String({
+      default: '',
+      description:
+        'Local PostgreSQL data directory (unset: <root>/.data/postgres; relative: from the repository root)',
+    }),
+    LOCAL_PG_PORT: Type.Integer({
+      minimum: 1,
+      maximum: 65535,
+      default: DEFAULT_LOCAL_PG_PORT,
+      description: 'Port of the local PostgreSQL server when a process starts it',
+    }),
     DB_SCHEMA: Type.String({ default: defaults.schema, pattern: '^[a-z_][a-z0-9_]*$' }),
     DB_POOL_MAX: Type.Integer({ minimum: 1, default: 10 }),
     MIGRATE_ON_START: EnvFlag(true),
     CORS_ORIGINS: Type.String({ default: '*', description: '`*` or a comma-separated list of origins' }),
-    TRUST_PROXY: Type.String({ default: 'false', description: '`true`, `false`, or addresses/CIDRs of trusted proxies' }),
-    LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+    TRUST_PROXY: Type.String({
+      default: 'false',
+      description: '`true`, `false`, or addresses/CIDRs of trusted proxies',
+    }),
+    LOG_LEVEL: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { default: 'info' },
+    ),
     LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], { default: 'json' }),
   };
 }
@@ -49,9 +69,20 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
   return {
     port: e.PORT,
     host: e.HOST,
-    database: { url: e.DATABASE_URL || undefined, dataDir: e.DATA_DIR, localPort: e.LOCAL_PG_PORT, schema: e.DB_SCHEMA, poolMax: e.DB_POOL_MAX },
+    database: {
+      url: e.DATABASE_URL || undefined,
+      dataDir: e.DATA_DIR,
+      localPort: e.LOCAL_PG_PORT,
+      schema: e.DB_SCHEMA,
+      poolMax: e.DB_POOL_MAX,
+    },
     migrateOnStart: isOn(e.MIGRATE_ON_START),
-    corsOrigins: e.CORS_ORIGINS.trim() === '*' ? '*' : e.CORS_ORIGINS.split(',').map((o) => o.trim()).filter(Boolean),
+    corsOrigins:
+      e.CORS_ORIGINS.trim() === '*'
+        ? '*'
+        : e.CORS_ORIGINS.split(',')
+            .map((o) => o.trim())
+            .filter(Boolean),
     trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',

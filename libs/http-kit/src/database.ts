@@ -1,5 +1,11 @@
 import fp from 'fastify-plugin';
-import { migrateToLatest, openDatabase, type Database, type DatabaseConfig, type Migration } from '@platform/db';
+import {
+  migrateToLatest,
+  openDatabase,
+  type Database,
+  type DatabaseConfig,
+  type Migration,
+} from '@platform/db';
 
 // Each service declares `FastifyInstance.database` with its own table types.
 
@@ -19,7 +25,8 @@ export const databasePlugin = fp(
     const database =
       options.database ??
       (await openDatabase(options.config, {
-        onConnectionError: (err) => app.log.warn({ err }, 'database connection lost; the pool will reconnect'),
+        onConnectionError: (err) =>
+          app.log.warn({ err }, 'database connection lost; the pool will reconnect'),
       }));
     if (options.migrateOnStart) await migrateToLatest(database.db, database.schema, options.migrations);
     // Typed by the service's own `FastifyInstance.database` declaration.

@@ -57,7 +57,12 @@ export const kasmDialect: ErrorDialect = {
   body: (p) => ({ error_message: p.detail }),
 };
 
-const SOCIAL_LOCATIONS: Record<ValidationLocation, string> = { body: 'json', querystring: 'query', params: 'path', headers: 'headers' };
+const SOCIAL_LOCATIONS: Record<ValidationLocation, string> = {
+  body: 'json',
+  querystring: 'query',
+  params: 'path',
+  headers: 'headers',
+};
 
 const MARSHMALLOW_TYPES: Record<string, string> = {
   string: 'Not a valid string.',
@@ -84,12 +89,17 @@ function marshmallowMessage(e: AjvError): string {
     case 'additionalProperties':
       return 'Unknown field.';
     case 'type':
-      return e.data === null ? 'Field may not be null.' : (MARSHMALLOW_TYPES[String([e.params.type].flat()[0])] ?? 'Invalid value.');
+      return e.data === null
+        ? 'Field may not be null.'
+        : (MARSHMALLOW_TYPES[String([e.params.type].flat()[0])] ?? 'Invalid value.');
     case 'minLength':
     case 'maxLength':
       if (custom) return custom;
-      if (typeof s.minLength === 'number' && typeof s.maxLength === 'number') return `Length must be between ${s.minLength} and ${s.maxLength}.`;
-      return e.keyword === 'minLength' ? `Shorter than minimum length ${String(e.params.limit)}.` : `Longer than maximum length ${String(e.params.limit)}.`;
+      if (typeof s.minLength === 'number' && typeof s.maxLength === 'number')
+        return `Length must be between ${s.minLength} and ${s.maxLength}.`;
+      return e.keyword === 'minLength'
+        ? `Shorter than minimum length ${String(e.params.limit)}.`
+        : `Longer than maximum length ${String(e.params.limit)}.`;
     case 'format':
       return custom ?? MARSHMALLOW_FORMATS[String(e.params.format)] ?? 'Not a valid value.';
     case 'minimum':
@@ -98,7 +108,9 @@ function marshmallowMessage(e: AjvError): string {
       if (typeof s.minimum === 'number' && typeof s.maximum === 'number') {
         return `Must be greater than or equal to ${s.minimum} and less than or equal to ${s.maximum}.`;
       }
-      return e.keyword === 'minimum' ? `Must be greater than or equal to ${String(e.params.limit)}.` : `Must be less than or equal to ${String(e.params.limit)}.`;
+      return e.keyword === 'minimum'
+        ? `Must be greater than or equal to ${String(e.params.limit)}.`
+        : `Must be less than or equal to ${String(e.params.limit)}.`;
     case 'enum':
       return custom ?? `Must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}.`;
     case 'pattern':
@@ -124,13 +136,19 @@ export function describeMarshmallow(errors: AjvError[], _location: ValidationLoc
   const out: FieldError[] = [];
   for (const [field, group] of byField) {
     // A union with its own message speaks for all of its branches' failures.
-    const union = group.find((e) => (e.keyword === 'anyOf' || e.keyword === 'oneOf') && typeof e.parentSchema?.['x-error-message'] === 'string');
+    const union = group.find(
+      (e) =>
+        (e.keyword === 'anyOf' || e.keyword === 'oneOf') &&
+        typeof e.parentSchema?.['x-error-message'] === 'string',
+    );
     // Rules in an `allOf` play marshmallow's `@validates` hooks: they speak only when the field's own rules passed.
     const own = group.filter((e) => !e.schemaPath?.includes('/allOf/'));
     const relevant = own.length ? own : group;
     const messages = union
       ? [String(union.parentSchema!['x-error-message'])]
-      : relevant.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if').map(marshmallowMessage);
+      : relevant
+          .filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
+          .map(marshmallowMessage);
     for (const message of new Set(messages)) out.push({ field, message });
   }
   return out;

@@ -1,4 +1,10 @@
-import type { FastifyError, FastifyInstance, FastifyRequest, RouteOptions, preValidationHookHandler } from 'fastify';
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyRequest,
+  RouteOptions,
+  preValidationHookHandler,
+} from 'fastify';
 import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FieldError } from '@platform/schema';
@@ -14,18 +20,30 @@ export interface ErrorHandlingOptions {
   notFoundDetail?: string;
 }
 
-
-const FIXED: Record<string, Omit<Problem, 'detail'> & { detail: string | ((o: ErrorHandlingOptions) => string) }> = {
+const FIXED: Record<
+  string,
+  Omit<Problem, 'detail'> & { detail: string | ((o: ErrorHandlingOptions) => string) }
+> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: 'Content-Type must be application/json' },
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, detail: (o) => `Request body is larger than ${o.bodyLimit} bytes` },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, detail: 'Request body is empty; send a JSON object', malformedBody: true },
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    status: 413,
+    detail: (o) => `Request body is larger than ${o.bodyLimit} bytes`,
+  },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    detail: 'Request body is empty; send a JSON object',
+    malformedBody: true,
+  },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, detail: 'Malformed JSON body', malformedBody: true },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, detail: 'Content-Length does not match the body' },
 };
 
 /** Turns any error into the service-neutral `Problem` its dialect then formats. */
 export function toProblem(error: unknown, options: ErrorHandlingOptions): Problem {
-  const e = (error ?? {}) as Partial<FastifyError> & { validation?: AjvError[]; validationContext?: ValidationLocation };
+  const e = (error ?? {}) as Partial<FastifyError> & {
+    validation?: AjvError[];
+    validationContext?: ValidationLocation;
+  };
   if (error instanceof RequestValidationError) {
     return { status: 400, detail: error.message, fields: error.fields, location: error.location };
   }
@@ -35,10 +53,15 @@ export function toProblem(error: unknown, options: ErrorHandlingOptions): Proble
     return { status: 400, detail: fields.map((f) => f.message).join('; '), fields, location };
   }
   const fixed = e.code ? FIXED[e.code] : undefined;
-  if (fixed) return { ...fixed, detail: typeof fixed.detail === 'function' ? fixed.detail(options) : fixed.detail };
-  if (error instanceof SyntaxError && e.statusCode === 400) return { status: 400, detail: 'Malformed JSON body', malformedBody: true };
+  if (fixed)
+    return { ...fixed, detail: typeof fixed.detail === 'function' ? fixed.detail(options) : fixed.detail };
+  if (error instanceof SyntaxError && e.statusCode === 400)
+    return { status: 400, detail: 'Malformed JSON body', malformedBody: true };
   if (options.isUnavailable?.(error) || e.statusCode === 503) {
-    return { status: 503, detail: 'The service is temporarily unavailable (database unreachable); try again shortly' };
+    return {
+      status: 503,
+      detail: 'The service is temporarily unavailable (database unreachable); try again shortly',
+    };
   }
   const status = Number(e.statusCode);
   if (Number.isInteger(status) && status >= 400 && status < 500) {
@@ -47,8 +70,14 @@ export function toProblem(error: unknown, options: ErrorHandlingOptions): Proble
   return { status: 500, detail: 'An unexpected error occurred' };
 }
 
-const ARTICLE: Record<string, string> = { integer: 'an integer', object: 'an object', array: 'an array', null: 'null' };
-const describeType = (t: unknown) => (Array.isArray(t) ? t : [t]).map((x) => ARTICLE[String(x)] ?? `a ${String(x)}`).join(' or ');
+const ARTICLE: Record<string, string> = {
+  integer: 'an integer',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+const describeType = (t: unknown) =>
+  (Array.isArray(t) ? t : [t]).map((x) => ARTICLE[String(x)] ?? `a ${String(x)}`).join(' or ');
 
 /** Ajv's errors as one readable message per field (named by its dotted path). */
 export function describeAjvErrors(errors: AjvError[], location: ValidationLocation): FieldError[] {
@@ -64,9 +93,13 @@ export function describeAjvErrors(errors: AjvError[], location: ValidationLocati
 }
 
 function describeGroup(group: AjvError[]): string {
-  const custom = group.find((e) => e.keyword !== 'type' && typeof e.parentSchema?.['x-error-message'] === 'string');
+  const custom = group.find(
+    (e) => e.keyword !== 'type' && typeof e.parentSchema?.['x-error-message'] === 'string',
+  );
   if (custom) return String(custom.parentSchema!['x-error-message']);
-  const unionMessage = group.find((e) => e.keyword === 'anyOf' && typeof e.parentSchema?.['x-error-message'] === 'string');
+  const unionMessage = group.find(
+    (e) => e.keyword === 'anyOf' && typeof e.parentSchema?.['x-error-message'] === 'string',
+  );
   if (unionMessage) return String(unionMessage.parentSchema!['x-error-message']);
   const first = group.find((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf') ?? group[0];
   const p = first.params;
@@ -82,14 +115,18 @@ function describeGroup(group: AjvError[]): string {
     case 'exclusiveMinimum':
     case 'exclusiveMaximum': {
       const s = first.parentSchema ?? {};
-      if (typeof s.minimum === 'number' && typeof s.maximum === 'number') return `must be between ${s.minimum} and ${s.maximum}`;
+      if (typeof s.minimum === 'number' && typeof s.maximum === 'number')
+        return `must be between ${s.minimum} and ${s.maximum}`;
       return `must be ${p.comparison} ${p.limit}`;
     }
     case 'minLength':
     case 'maxLength': {
       const s = first.parentSchema ?? {};
-      if (typeof s.minLength === 'number' && typeof s.maxLength === 'number') return `must be ${s.minLength}..${s.maxLength} characters`;
-      return first.keyword === 'minLength' ? `must be at least ${p.limit} characters` : `must be at most ${p.limit} characters`;
+      if (typeof s.minLength === 'number' && typeof s.maxLength === 'number')
+        return `must be ${s.minLength}..${s.maxLength} characters`;
+      return first.keyword === 'minLength'
+        ? `must be at least ${p.limit} characters`
+        : `must be at most ${p.limit} characters`;
     }
     case 'additionalProperties':
       return `has an unknown field "${String(p.additionalProperty)}"`;
@@ -115,10 +152,13 @@ export function findNul(value: unknown, path = '', depth = 0): string | undefine
 
 /** Trims the top-level body fields whose schema says `x-trim`, before validation counts characters. */
 function trimmingHook(route: RouteOptions): preValidationHookHandler | undefined {
-  const props = (route.schema?.body as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
+  const props = (route.schema?.body as { properties?: Record<string, Record<string, unknown>> } | undefined)
+    ?.properties;
   if (!props) return undefined;
   const keys = Object.entries(props)
-    .filter(([, s]) => s['x-trim'] || (s.anyOf as Record<string, unknown>[] | undefined)?.some((b) => b['x-trim']))
+    .filter(
+      ([, s]) => s['x-trim'] || (s.anyOf as Record<string, unknown>[] | undefined)?.some((b) => b['x-trim']),
+    )
     .map(([k]) => k);
   if (!keys.length) return undefined;
   return async (request: FastifyRequest) => {
@@ -167,7 +207,8 @@ export const errorHandling = fp(
     // Bad input is a 400 before it can reach the database (which would refuse it with an error).
     app.addHook('preValidation', async (request) => {
       const field = findNul(request.body);
-      if (field) throw new RequestValidationError([{ field, message: `${field} must not contain NUL characters` }]);
+      if (field)
+        throw new RequestValidationError([{ field, message: `${field} must not contain NUL characters` }]);
     });
 
     // Only JSON bodies are accepted; Fastify's built-in text/plain parser would let text through.
@@ -191,9 +232,15 @@ export const errorHandling = fp(
       const allowed = [...methods].filter((m) => m !== request.method && known.find(m, path)).sort();
       if (allowed.length) {
         reply.header('allow', allowed.join(', '));
-        return send(reply, { status: 405, detail: `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}` });
+        return send(reply, {
+          status: 405,
+          detail: `Method ${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`,
+        });
       }
-      return send(reply, { status: 404, detail: options.notFoundDetail ?? `No such path: ${request.method} ${path}` });
+      return send(reply, {
+        status: 404,
+        detail: options.notFoundDetail ?? `No such path: ${request.method} ${path}`,
+      });
     });
   },
   { name: '@platform/error-handling', fastify: '5.x' },

@@ -17,4 +17,8 @@ export class RequestValidationError extends Error {
 }
 
 /** Thrown by readiness checks and data access when the database cannot be reached. */
-export const ServiceUnavailableError = createError('PLATFORM_UNAVAILABLE', 'The database is unavailable; try again shortly', 503);
+export const ServiceUnavailableError = createError(
+  'PLATFORM_UNAVAILABLE',
+  'The database is unavailable; try again shortly',
+  503,
+);

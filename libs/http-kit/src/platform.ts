@@ -62,7 +62,13 @@ const DESCRIPTIONS: Record<number, string> = {
 export function errorResponses(dialect: ErrorDialect, statuses: number[]): Record<number, unknown> {
   const mediaType = dialect.contentType.split(';')[0].trim();
   return Object.fromEntries(
-    statuses.map((s) => [s, { description: DESCRIPTIONS[s] ?? reasonPhrase(s), content: { [mediaType]: { schema: Type.Ref(dialect.schemaRef) } } }]),
+    statuses.map((s) => [
+      s,
+      {
+        description: DESCRIPTIONS[s] ?? reasonPhrase(s),
+        content: { [mediaType]: { schema: Type.Ref(dialect.schemaRef) } },
+      },
+    ]),
   );
 }
 
@@ -85,8 +91,15 @@ export const platform = fp(
       openapi: {
         openapi: '3.0.3',
         ...options.docs.openapi,
-        info: { title: options.docs.title, description: options.docs.description, version: options.docs.version },
-        tags: [...options.docs.tags, { name: 'ops', description: 'Health, readiness and metrics for operators' }],
+        info: {
+          title: options.docs.title,
+          description: options.docs.description,
+          version: options.docs.version,
+        },
+        tags: [
+          ...options.docs.tags,
+          { name: 'ops', description: 'Health, readiness and metrics for operators' },
+        ],
       },
       // Components keep the schemas' `$id`s as names instead of `def-0`, `def-1`...
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
@@ -98,23 +111,40 @@ export const platform = fp(
       // No upgrade-insecure-requests: over plain HTTP on another host than localhost (a LAN address, a
       // compose host) the browser would fetch the docs' assets over https and the page would break.
       transformStaticCSP: (header) =>
-        header.replace(/style-src 'self' https:/, "style-src 'self' https: 'unsafe-inline'").replace(/\s*upgrade-insecure-requests;?/, ''),
+        header
+          .replace(/style-src 'self' https:/, "style-src 'self' https: 'unsafe-inline'")
+          .replace(/\s*upgrade-insecure-requests;?/, ''),
       uiConfig: { docExpansion: 'list', deepLinking: true },
     });
 
     await app.register(cors, {
-      origin: options.cors.origins === 'reflect' ? true : options.cors.origins.length === 0 ? false : options.cors.origins,
+      origin:
+        options.cors.origins === 'reflect'
+          ? true
+          : options.cors.origins.length === 0
+            ? false
+            : options.cors.origins,
       credentials: options.cors.credentials ?? false,
       methods: options.cors.methods ?? ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
       // Without allowedHeaders @fastify/cors reflects the preflight's Access-Control-Request-Headers.
-      ...(options.cors.allowedHeaders === 'reflect' ? {} : { allowedHeaders: options.cors.allowedHeaders ?? ['content-type', 'authorization', 'x-request-id'] }),
+      ...(options.cors.allowedHeaders === 'reflect'
+        ? {}
+        : {
+            allowedHeaders: options.cors.allowedHeaders ?? ['content-type', 'authorization', 'x-request-id'],
+          }),
       exposedHeaders: options.cors.exposedHeaders ?? ['link', 'retry-after', 'x-request-id'],
       strictPreflight: false,
       maxAge: 600,
     });
     await app.register(helmet, {
       // Swagger UI sets its own CSP (staticCSP); pages we serve load only same-origin scripts.
-      contentSecurityPolicy: { directives: { 'script-src': ["'self'"], 'img-src': ["'self'", 'data:'], 'upgrade-insecure-requests': null } },
+      contentSecurityPolicy: {
+        directives: {
+          'script-src': ["'self'"],
+          'img-src': ["'self'", 'data:'],
+          'upgrade-insecure-requests': null,
+        },
+      },
       crossOriginResourcePolicy: { policy: 'cross-origin' },
     });
     app.addHook('onSend', async (request, reply) => {
@@ -164,7 +194,8 @@ export const platform = fp(
         schema: {
           tags: ['ops'],
           summary: 'Readiness',
-          description: 'Answers 200 when the database answers a query, 503 (in the error format) when it does not.',
+          description:
+            'Answers 200 when the database answers a query, 503 (in the error format) when it does not.',
           response: { 200: Status, ...errorResponses(options.dialect, [503]) },
         },
       },

@@ -12,7 +12,10 @@ export interface ListenOptions {
  * Listens and installs graceful shutdown: on SIGTERM or SIGINT the server stops accepting
  * connections, lets in-flight requests finish, runs `onClose` hooks (closing the database) and exits.
  */
-export async function listenWithGracefulShutdown(app: FastifyInstance, options: ListenOptions): Promise<void> {
+export async function listenWithGracefulShutdown(
+  app: FastifyInstance,
+  options: ListenOptions,
+): Promise<void> {
   try {
     await app.listen({ port: options.port, host: options.host });
   } catch (error) {
@@ -33,6 +36,13 @@ export async function listenWithGracefulShutdown(app: FastifyInstance, options: 
 }
 
 /** What `main.ts` and a CLI's `serve` both do: build the service from its config, then listen. */
-export async function serve<C extends ListenOptions>(buildApp: (config: C) => Promise<FastifyInstance>, config: C): Promise<void> {
-  await listenWithGracefulShutdown(await buildApp(config), { port: config.port, host: config.host, graceMs: config.graceMs });
+export async function serve<C extends ListenOptions>(
+  buildApp: (config: C) => Promise<FastifyInstance>,
+  config: C,
+): Promise<void> {
+  await listenWithGracefulShutdown(await buildApp(config), {
+    port: config.port,
+    host: config.host,
+    graceMs: config.graceMs,
+  });
 }

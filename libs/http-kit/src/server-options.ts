@@ -23,9 +23,19 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
   return {
     logger: {
       level: input.logLevel ?? 'info',
-      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["api-key-secret"]', 'res.headers["set-cookie"]'],
+      redact: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["api-key-secret"]',
+        'res.headers["set-cookie"]',
+      ],
       ...(input.logFormat === 'pretty'
-        ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } } }
+        ? {
+            transport: {
+              target: 'pino-pretty',
+              options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' },
+            },
+          }
         : {}),
     },
     // Honour a sane caller's request id (a proxy or another service) so one id follows a request
@@ -58,11 +68,21 @@ function strictBodyValidator() {
     },
   ];
   return (externalSchemas: unknown, ajvServerOptions: unknown) => {
-    const base = { customOptions: { allErrors: true, verbose: true, removeAdditional: false, useDefaults: true }, plugins };
-    const body = forBody(externalSchemas as never, { ...base, customOptions: { ...base.customOptions, coerceTypes: false } } as never);
-    const text = forText(externalSchemas as never, { ...base, customOptions: { ...base.customOptions, coerceTypes: true } } as never);
+    const base = {
+      customOptions: { allErrors: true, verbose: true, removeAdditional: false, useDefaults: true },
+      plugins,
+    };
+    const body = forBody(
+      externalSchemas as never,
+      { ...base, customOptions: { ...base.customOptions, coerceTypes: false } } as never,
+    );
+    const text = forText(
+      externalSchemas as never,
+      { ...base, customOptions: { ...base.customOptions, coerceTypes: true } } as never,
+    );
     void ajvServerOptions;
-    return (route: { httpPart?: string }) => (route.httpPart === 'body' ? body(route as never) : text(route as never));
+    return (route: { httpPart?: string }) =>
+      route.httpPart === 'body' ? body(route as never) : text(route as never);
   };
 }
 

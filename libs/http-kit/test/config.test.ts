@@ -20,15 +20,39 @@ describe('service configuration', () => {
 
   test('values from the environment', () => {
     const config = serviceConfig(
-      parseEnv(schema, { PORT: '80', DATABASE_URL: 'postgres://h/db', DB_SCHEMA: 'other', MIGRATE_ON_START: 'no', CORS_ORIGINS: 'http://a, http://b', TRUST_PROXY: '10.0.0.0/8', LOG_FORMAT: 'pretty' }),
+      parseEnv(schema, {
+        PORT: '80',
+        DATABASE_URL: 'postgres://h/db',
+        DB_SCHEMA: 'other',
+        MIGRATE_ON_START: 'no',
+        CORS_ORIGINS: 'http://a, http://b',
+        TRUST_PROXY: '10.0.0.0/8',
+        LOG_FORMAT: 'pretty',
+      }),
     );
-    expect(config).toMatchObject({ port: 80, database: { url: 'postgres://h/db', schema: 'other' }, migrateOnStart: false, corsOrigins: ['http://a', 'http://b'], trustProxy: '10.0.0.0/8', logFormat: 'pretty' });
+    expect(config).toMatchObject({
+      port: 80,
+      database: { url: 'postgres://h/db', schema: 'other' },
+      migrateOnStart: false,
+      corsOrigins: ['http://a', 'http://b'],
+      trustProxy: '10.0.0.0/8',
+      logFormat: 'pretty',
+    });
   });
 
   test.each([
-    ['yes', true], ['on', true], ['1', true], ['true', true],
-    ['no', false], ['off', false], ['0', false], ['false', false],
-    ['YES', true], [' On ', true], ['TRUE', true], ['Off', false], // any case, as the Flask backend reads them
+    ['yes', true],
+    ['on', true],
+    ['1', true],
+    ['true', true],
+    ['no', false],
+    ['off', false],
+    ['0', false],
+    ['false', false],
+    ['YES', true],
+    [' On ', true],
+    ['TRUE', true],
+    ['Off', false], // any case, as the Flask backend reads them
     ['', false], // empty means the default
   ])('flag %p is %p', (text, expected) => {
     expect(isOn(parseEnv(schema, { EXTRA: text }).EXTRA)).toBe(expected);

@@ -14,12 +14,16 @@ export const IsoTimestamp = (options: SchemaOptions = {}) =>
  * A closed set of strings as a JSON Schema `enum` (TypeBox's literal unions become `anyOf`,
  * which gives worse validation messages and a worse OpenAPI rendering).
  */
-export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}): TUnsafe<T[number]> =>
-  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+export const StringEnum = <const T extends readonly string[]>(
+  values: T,
+  options: SchemaOptions = {},
+): TUnsafe<T[number]> => Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 
 /** A page-size query parameter. */
-export const PageLimit = (bounds: { min?: number; max: number; default: number }, options: SchemaOptions = {}) =>
-  Type.Integer({ minimum: bounds.min ?? 1, maximum: bounds.max, default: bounds.default, ...options });
+export const PageLimit = (
+  bounds: { min?: number; max: number; default: number },
+  options: SchemaOptions = {},
+) => Type.Integer({ minimum: bounds.min ?? 1, maximum: bounds.max, default: bounds.default, ...options });
 
 /**
  * Text that the server trims before validating. `x-trim` is read by the http-kit
@@ -38,10 +42,16 @@ export const TrimmedText = (bounds: { min: number; max: number }, options: Schem
  * Gives a value one validation message (after the field name) for any way it can fail, e.g. a union
  * whose branch errors would be noise. Read by http-kit's validation-error formatter.
  */
-export const withMessage = <T extends TSchema>(schema: T, message: string): T => ({ ...schema, 'x-error-message': message });
+export const withMessage = <T extends TSchema>(schema: T, message: string): T => ({
+  ...schema,
+  'x-error-message': message,
+});
 
 /** A copy of a schema with other options (a description, a default), keeping its TypeScript type. */
-export const annotate = <T extends TSchema>(schema: T, options: SchemaOptions): T => ({ ...schema, ...options });
+export const annotate = <T extends TSchema>(schema: T, options: SchemaOptions): T => ({
+  ...schema,
+  ...options,
+});
 
 /** Annotation keywords our schemas use; each app's Ajv instances must know them. */
 export const annotationKeywords = ['x-trim', 'x-error-message'] as const;

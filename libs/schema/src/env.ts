@@ -9,7 +9,12 @@ export function parseEnv<T extends TObject>(schema: T, env: Record<string, strin
   const known = Object.fromEntries(
     Object.keys(schema.properties)
       .filter((key) => env[key] !== undefined && env[key] !== '')
-      .map((key) => [key, (schema.properties[key] as { 'x-flag'?: boolean })['x-flag'] ? env[key]!.trim().toLowerCase() : env[key]]),
+      .map((key) => [
+        key,
+        (schema.properties[key] as { 'x-flag'?: boolean })['x-flag']
+          ? env[key]!.trim().toLowerCase()
+          : env[key],
+      ]),
   );
   const value = Value.Convert(schema, Value.Default(schema, known));
   const problems = [...Value.Errors(schema, value)].map((e) => `${e.path.slice(1) || 'env'}: ${e.message}`);

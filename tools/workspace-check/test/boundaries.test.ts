@@ -16,16 +16,29 @@ describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
   };
 
   test('an app may import a lib', async () => {
-    expect(await boundaryErrors('apps/workspace-api/src/zz-check.ts', "import { parseEnv } from '@platform/schema';\nexport const f = parseEnv;\n")).toEqual([]);
+    expect(
+      await boundaryErrors(
+        'apps/workspace-api/src/zz-check.ts',
+        "import { parseEnv } from '@platform/schema';\nexport const f = parseEnv;\n",
+      ),
+    ).toEqual([]);
   }, 60_000);
 
   test('a lib may not import an app', async () => {
-    const errors = await boundaryErrors('libs/db/src/zz-check.ts', "import { buildApp } from '@platform/microblog-api/src/app';\nexport const f = buildApp;\n");
+    const errors = await boundaryErrors(
+      'libs/db/src/zz-check.ts',
+      "import { buildApp } from '@platform/microblog-api/src/app';\nexport const f = buildApp;\n",
+    );
     expect(errors.length).toBeGreaterThan(0);
   }, 60_000);
 
   test('a service may not import another service', async () => {
-    const errors = await boundaryErrors('apps/workspace-api/src/zz-check.ts', "import { loadConfig } from '@platform/microblog-api/src/config';\nexport const f = loadConfig;\n");
-    expect(errors).toEqual([expect.stringMatching(/type:app.*can only depend on libs tagged with "type:lib"/)]);
+    const errors = await boundaryErrors(
+      'apps/workspace-api/src/zz-check.ts',
+      "import { loadConfig } from '@platform/microblog-api/src/config';\nexport const f = loadConfig;\n",
+    );
+    expect(errors).toEqual([
+      expect.stringMatching(/type:app.*can only depend on libs tagged with "type:lib"/),
+    ]);
   }, 60_000);
 });

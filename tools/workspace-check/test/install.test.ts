@@ -5,7 +5,14 @@ import semver from 'semver';
 const root = join(__dirname, '..', '..', '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines?: { node?: string } };
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as {
-  packages: Record<string, { version?: string; engines?: { node?: string } | string[]; optionalDependencies?: Record<string, string> }>;
+  packages: Record<
+    string,
+    {
+      version?: string;
+      engines?: { node?: string } | string[];
+      optionalDependencies?: Record<string, string>;
+    }
+  >;
 };
 const nameOf = (path: string) => path.replace(/^.*node_modules\//, '');
 
@@ -24,9 +31,15 @@ describe('install hygiene', () => {
   // npm's EBADENGINE warning only checks the Node running the install; this checks the oldest promised.
   test('every locked package supports the oldest Node the project promises', () => {
     const unsupported = Object.entries(lock.packages)
-      .filter(([path, entry]) => path && typeof entry.engines === 'object' && !Array.isArray(entry.engines) && entry.engines.node)
+      .filter(
+        ([path, entry]) =>
+          path && typeof entry.engines === 'object' && !Array.isArray(entry.engines) && entry.engines.node,
+      )
       .filter(([, entry]) => !semver.satisfies(oldest!, (entry.engines as { node: string }).node))
-      .map(([path, entry]) => `${nameOf(path)}@${entry.version} needs Node ${(entry.engines as { node: string }).node}`);
+      .map(
+        ([path, entry]) =>
+          `${nameOf(path)}@${entry.version} needs Node ${(entry.engines as { node: string }).node}`,
+      );
     expect(unsupported).toEqual([]);
   });
 

@@ -15,7 +15,8 @@ const panelRoutes: FastifyPluginAsync = async (app) => {
       schema: {
         tags: ['panel'],
         summary: 'The browser panel',
-        description: 'The classroom microblog panel (HTML; loads /panel.js and /panel.css from this service).',
+        description:
+          'The classroom microblog panel (HTML; loads /panel.js and /panel.css from this service).',
         produces: ['text/html'],
         response: { 200: Type.String({ description: 'HTML page' }) },
       },

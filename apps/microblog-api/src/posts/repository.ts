@@ -17,7 +17,11 @@ export interface PostWithReplies {
 export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
   /** One page, newest first, one extra row to learn whether more exist. Index-only ordering. */
   function pageQuery({ limit, before, topic }: PageRequest) {
-    let query = db.selectFrom('posts').selectAll().orderBy('id', 'desc').limit(limit + 1);
+    let query = db
+      .selectFrom('posts')
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(limit + 1);
     if (before !== undefined) query = query.where('id', '<', before);
     if (topic !== undefined) query = query.where('quest_topic', '=', topic);
     return query;
@@ -86,7 +90,9 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
       await db.transaction().execute(async (trx) => {
         await trx.insertInto('replies').values(replies).execute();
         await sql`update posts set reply_count = (select count(*) from replies where replies.post_id = posts.id)
-                  where id = any(${sql.val([...new Set(replies.map((r) => r.post_id))])}::integer[])`.execute(trx);
+                  where id = any(${sql.val([...new Set(replies.map((r) => r.post_id))])}::integer[])`.execute(
+          trx,
+        );
       });
     },
 

@@ -21,7 +21,13 @@ const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, 
 const WRITE_ERRORS = [400, 413, 415, 429];
 
 function toReply(row: ReplyRow): Reply {
-  return { id: row.id, post_id: row.post_id, content: row.content, student_name: row.student_name, timestamp: row.created_at.toISOString() };
+  return {
+    id: row.id,
+    post_id: row.post_id,
+    content: row.content,
+    student_name: row.student_name,
+    timestamp: row.created_at.toISOString(),
+  };
 }
 
 function toPost({ post, replies }: PostWithReplies): Post {
@@ -38,9 +44,16 @@ function toPost({ post, replies }: PostWithReplies): Post {
 }
 
 /** `post_id`, or its aliases `postId` / `microblogId` (clients of the same ecosystem send those). */
-function postIdOf(body: { post_id?: number | string; postId?: number | string; microblogId?: number | string }): number {
+function postIdOf(body: {
+  post_id?: number | string;
+  postId?: number | string;
+  microblogId?: number | string;
+}): number {
   const raw = body.post_id ?? body.postId ?? body.microblogId;
-  if (raw === undefined) throw new RequestValidationError([{ field: 'post_id', message: 'post_id is required (or postId / microblogId)' }]);
+  if (raw === undefined)
+    throw new RequestValidationError([
+      { field: 'post_id', message: 'post_id is required (or postId / microblogId)' },
+    ]);
   const id = Number(raw);
   // A well-formed id outside the id range names no post.
   if (id < 1 || id > MAX_ID) throw new PostNotFoundError(String(raw));
@@ -65,7 +78,12 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: Type.Array(Post, {
             description: 'A page of posts',
-            headers: { Link: { type: 'string', description: 'rel="next" link to the following page, when there is one' } },
+            headers: {
+              Link: {
+                type: 'string',
+                description: 'rel="next" link to the following page, when there is one',
+              },
+            },
           }),
           ...errors(400),
         },
@@ -76,7 +94,11 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const page = await posts.listPage({ limit, before, topic });
       if (page.hasMore) {
         const last = page.items[page.items.length - 1].post.id;
-        const next = new URLSearchParams({ before: String(last), limit: String(limit), ...(topic ? { topic } : {}) });
+        const next = new URLSearchParams({
+          before: String(last),
+          limit: String(limit),
+          ...(topic ? { topic } : {}),
+        });
         reply.header('link', `</api/microblog?${next}>; rel="next"`);
       }
       return page.items.map(toPost);
@@ -90,9 +112,13 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['posts'],
         summary: 'Write a post',
-        description: 'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
+        description:
+          'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
         body: CreatePostBody,
-        response: { 201: annotate(Post, { description: 'The created post (no replies, zero reactions)' }), ...errors(...WRITE_ERRORS) },
+        response: {
+          201: annotate(Post, { description: 'The created post (no replies, zero reactions)' }),
+          ...errors(...WRITE_ERRORS),
+        },
       },
     },
     async (request, reply) => {
@@ -113,12 +139,19 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Adds a reply to the post named by `post_id` (a number or a string of digits; aliases `postId`, `microblogId`). ' +
           '`student_name` is optional (absent or null: anonymous). Counts against the write rate limit.',
         body: CreateReplyBody,
-        response: { 201: annotate(Reply, { description: 'The created reply' }), ...errors(...WRITE_ERRORS, 404) },
+        response: {
+          201: annotate(Reply, { description: 'The created reply' }),
+          ...errors(...WRITE_ERRORS, 404),
+        },
       },
     },
     async (request, reply) => {
       const postId = postIdOf(request.body);
-      const row = await posts.insertReply({ post_id: postId, content: request.body.content, student_name: request.body.student_name ?? null });
+      const row = await posts.insertReply({
+        post_id: postId,
+        content: request.body.content,
+        student_name: request.body.student_name ?? null,
+      });
       if (!row) throw new PostNotFoundError(postId);
       return reply.status(201).send(toReply(row));
     },
@@ -136,7 +169,10 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '(aliases `postId`, `microblogId`). A reaction is a counter: every request adds one, atomically. ' +
           'Answers the updated post. Counts against the write rate limit.',
         body: ReactionBody,
-        response: { 200: annotate(Post, { description: 'The post with its updated counts' }), ...errors(...WRITE_ERRORS, 404) },
+        response: {
+          200: annotate(Post, { description: 'The post with its updated counts' }),
+          ...errors(...WRITE_ERRORS, 404),
+        },
       },
     },
     async (request) => {

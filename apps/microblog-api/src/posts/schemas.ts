@@ -1,5 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { annotate, Id, IsoTimestamp, PageLimit, StringEnum, TrimmedText, withMessage } from '@platform/schema';
+import {
+  annotate,
+  Id,
+  IsoTimestamp,
+  PageLimit,
+  StringEnum,
+  TrimmedText,
+  withMessage,
+} from '@platform/schema';
 
 export const QUEST_TOPICS = [
   'digital_footprint',
@@ -19,7 +27,10 @@ export const EMBEDDED_REPLIES = 100;
 
 const QuestTopicSchema = StringEnum(QUEST_TOPICS, { description: 'The quest topic' });
 const ReactionKindSchema = StringEnum(REACTION_KINDS);
-const Content = TrimmedText({ min: 1, max: 280 }, { description: 'Trimmed; stored and returned raw (clients escape it)' });
+const Content = TrimmedText(
+  { min: 1, max: 280 },
+  { description: 'Trimmed; stored and returned raw (clients escape it)' },
+);
 const StudentName = TrimmedText({ min: 1, max: 50 });
 
 export const Reply = Type.Object(
@@ -27,7 +38,9 @@ export const Reply = Type.Object(
     id: Id(),
     post_id: Id(),
     content: Type.String(),
-    student_name: Type.Union([Type.String(), Type.Null()], { description: 'null: the panel shows "Anonymous"' }),
+    student_name: Type.Union([Type.String(), Type.Null()], {
+      description: 'null: the panel shows "Anonymous"',
+    }),
     timestamp: IsoTimestamp(),
   },
   { description: 'A reply to a post' },
@@ -35,7 +48,10 @@ export const Reply = Type.Object(
 export type Reply = Static<typeof Reply>;
 
 export const ReactionCounts = Type.Object(
-  Object.fromEntries(REACTION_KINDS.map((k) => [k, Type.Integer({ minimum: 0 })])) as Record<ReactionKind, ReturnType<typeof Type.Integer>>,
+  Object.fromEntries(REACTION_KINDS.map((k) => [k, Type.Integer({ minimum: 0 })])) as Record<
+    ReactionKind,
+    ReturnType<typeof Type.Integer>
+  >,
   { description: 'One counter per reaction kind, every kind present' },
 );
 
@@ -58,8 +74,12 @@ export type Post = Static<typeof Post>;
 export const DEFAULT_PAGE_SIZE = 100;
 
 export const ListQuery = Type.Object({
-  limit: Type.Optional(PageLimit({ max: 500, default: DEFAULT_PAGE_SIZE }, { description: 'Posts per page' })),
-  before: Type.Optional(Id({ description: 'Only posts with a smaller id (the `Link` header gives the next value)' })),
+  limit: Type.Optional(
+    PageLimit({ max: 500, default: DEFAULT_PAGE_SIZE }, { description: 'Posts per page' }),
+  ),
+  before: Type.Optional(
+    Id({ description: 'Only posts with a smaller id (the `Link` header gives the next value)' }),
+  ),
   topic: Type.Optional(QuestTopicSchema),
 });
 export type ListQuery = Static<typeof ListQuery>;
@@ -71,7 +91,9 @@ export const CreatePostBody = Type.Object(
 export type CreatePostBody = Static<typeof CreatePostBody>;
 
 const PostIdValue = withMessage(
-  Type.Union([Id(), Type.String({ pattern: '^[0-9]{1,10}$' })], { description: 'A post id, as a number or a string of digits' }),
+  Type.Union([Id(), Type.String({ pattern: '^[0-9]{1,10}$' })], {
+    description: 'A post id, as a number or a string of digits',
+  }),
   'must be a positive integer or a string of digits',
 );
 const PostIdFields = {
@@ -85,7 +107,13 @@ export const CreateReplyBody = Type.Object(
     ...PostIdFields,
     content: Content,
     student_name: Type.Optional(
-      withMessage(Type.Union([StudentName, Type.Null()], { 'x-trim': true, description: 'Optional; absent or null: anonymous' }), 'must be 1..50 characters or null'),
+      withMessage(
+        Type.Union([StudentName, Type.Null()], {
+          'x-trim': true,
+          description: 'Optional; absent or null: anonymous',
+        }),
+        'must be 1..50 characters or null',
+      ),
     ),
   },
   { description: 'One of post_id, postId or microblogId is required' },

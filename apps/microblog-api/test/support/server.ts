@@ -5,7 +5,10 @@ export interface TestServer extends TestApp {
   baseUrl: string;
 }
 
-const ENV_OF: Partial<Record<keyof Config, string>> = { writeRateLimit: 'WRITE_RATE_LIMIT', corsOrigins: 'CORS_ORIGINS' };
+const ENV_OF: Partial<Record<keyof Config, string>> = {
+  writeRateLimit: 'WRITE_RATE_LIMIT',
+  corsOrigins: 'CORS_ORIGINS',
+};
 
 /** The real app listening on a random loopback port, for tests that need real HTTP or a browser. */
 export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {

@@ -52,7 +52,9 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       const row = await narrow(db.selectFrom('posts as p'))
         .select((eb) => [
           eb.fn.countAll<string>().as('total'),
-          after === undefined ? sql<string>`0`.as('at_or_before') : sql<string>`count(*) filter (where p.timestamp >= ${after})`.as('at_or_before'),
+          after === undefined
+            ? sql<string>`0`.as('at_or_before')
+            : sql<string>`count(*) filter (where p.timestamp >= ${after})`.as('at_or_before'),
         ])
         .executeTakeFirstOrThrow();
       return { total: Number(row.total), atOrBefore: Number(row.at_or_before) };
@@ -93,12 +95,21 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
     },
 
     async updateText(id: number, authorId: number, text: string): Promise<boolean> {
-      const result = await db.updateTable('posts').set({ text }).where('id', '=', id).where('user_id', '=', authorId).executeTakeFirst();
+      const result = await db
+        .updateTable('posts')
+        .set({ text })
+        .where('id', '=', id)
+        .where('user_id', '=', authorId)
+        .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     },
 
     async delete(id: number, authorId: number): Promise<boolean> {
-      const result = await db.deleteFrom('posts').where('id', '=', id).where('user_id', '=', authorId).executeTakeFirst();
+      const result = await db
+        .deleteFrom('posts')
+        .where('id', '=', id)
+        .where('user_id', '=', authorId)
+        .executeTakeFirst();
       return Number(result.numDeletedRows) === 1;
     },
 

@@ -9,7 +9,8 @@ import { createPostsRepository, type PostWithAuthor } from './repository';
 import { NewPost, Post, PostChanges, PostIdParams } from './schemas';
 
 const PostPage = Paginated(Post, 'PostPage');
-const PAGING_NOTE = 'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
+const PAGING_NOTE =
+  'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
 
 const serializePost = (p: PostWithAuthor) => ({
   id: p.id,
@@ -43,10 +44,18 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/posts',
     {
       ...token,
-      schema: { tags: ['posts'], summary: 'Create a new post', security: bearerSecurity, body: NewPost, response: { 201: Post, ...bodyErrors(401) } },
+      schema: {
+        tags: ['posts'],
+        summary: 'Create a new post',
+        security: bearerSecurity,
+        body: NewPost,
+        response: { 201: Post, ...bodyErrors(401) },
+      },
     },
     async (request, reply) => {
-      return reply.status(201).send(serializePost(await posts.create(request.user.id, request.body.text, app.clock())));
+      return reply
+        .status(201)
+        .send(serializePost(await posts.create(request.user.id, request.body.text, app.clock())));
     },
   );
 
@@ -70,7 +79,13 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/posts/:id',
     {
       ...token,
-      schema: { tags: ['posts'], summary: 'Retrieve a post by id', security: bearerSecurity, params: PostIdParams, response: { 200: Post, ...errors(401, 404) } },
+      schema: {
+        tags: ['posts'],
+        summary: 'Retrieve a post by id',
+        security: bearerSecurity,
+        params: PostIdParams,
+        response: { 200: Post, ...errors(401, 404) },
+      },
     },
     async (request) => serializePost(await existingPost(request.params.id)),
   );
@@ -91,7 +106,11 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const id = await ownPost(request.params.id, request.user.id);
-      if (request.body.text !== undefined && !(await posts.updateText(id, request.user.id, request.body.text))) throw new NotFound();
+      if (
+        request.body.text !== undefined &&
+        !(await posts.updateText(id, request.user.id, request.body.text))
+      )
+        throw new NotFound();
       return serializePost(await existingPost(request.params.id));
     },
   );
@@ -133,7 +152,11 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const user = await users.findById(parseId(request.params.id));
       if (!user) throw new NotFound();
-      return paginate(pageRequest(request.query, parseTimestampCursor), posts.byAuthor(user.id), serializePost);
+      return paginate(
+        pageRequest(request.query, parseTimestampCursor),
+        posts.byAuthor(user.id),
+        serializePost,
+      );
     },
   );
 
@@ -150,7 +173,8 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PostPage, ...errors(400, 401) },
       },
     },
-    async (request) => paginate(pageRequest(request.query, parseTimestampCursor), posts.feed(request.user.id), serializePost),
+    async (request) =>
+      paginate(pageRequest(request.query, parseTimestampCursor), posts.feed(request.user.id), serializePost),
   );
 };
 

@@ -7,7 +7,9 @@ export const Post = Type.Object(
     id: Type.Integer({ minimum: 1 }),
     url: Type.String({ description: '`/api/posts/<id>`', examples: ['/api/posts/1'] }),
     text: Type.String({ maxLength: 280 }),
-    timestamp: IsoTimestamp({ description: 'Creation time (editing keeps it); usable exactly as an `after` cursor' }),
+    timestamp: IsoTimestamp({
+      description: 'Creation time (editing keeps it); usable exactly as an `after` cursor',
+    }),
     author: User,
   },
   { $id: 'Post', description: 'A post with its author' },
@@ -17,5 +19,8 @@ export type Post = Static<typeof Post>;
 const Text = Type.String({ minLength: 1, maxLength: 280, description: '1..280 characters' });
 
 export const NewPost = Type.Object({ text: Text }, { additionalProperties: false });
-export const PostChanges = Type.Object({ text: Type.Optional(Text) }, { additionalProperties: false, description: 'Absent `text` leaves it unchanged' });
+export const PostChanges = Type.Object(
+  { text: Type.Optional(Text) },
+  { additionalProperties: false, description: 'Absent `text` leaves it unchanged' },
+);
 export const PostIdParams = Type.Object({ id: Type.String({ description: 'A post id' }) });

@@ -7,7 +7,8 @@ export const randomToken = () => randomBytes(32).toString('base64url');
 /** What the database stores instead of a token: its SHA-256 (a stolen table reveals no usable token). */
 export const digest = (token: string) => createHash('sha256').update(token).digest('base64url');
 
-export const sameDigest = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+export const sameDigest = (a: string, b: string) =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /**
  * HS256 JWTs over SECRET_KEY. Access tokens carry only the random `token` id (expiry is kept in
@@ -17,7 +18,12 @@ export const sameDigest = (a: string, b: string) => a.length === b.length && tim
 export function createJwt(secretKey: string) {
   const sign = createSigner({ key: secretKey, algorithm: 'HS256', noTimestamp: true });
   // Expiry is checked against the service's clock below, not fast-jwt's.
-  const verify = createVerifier({ key: secretKey, algorithms: ['HS256'], ignoreExpiration: true, ignoreNotBefore: true });
+  const verify = createVerifier({
+    key: secretKey,
+    algorithms: ['HS256'],
+    ignoreExpiration: true,
+    ignoreNotBefore: true,
+  });
 
   const decode = (token: string): Record<string, unknown> | undefined => {
     try {
@@ -40,7 +46,13 @@ export function createJwt(secretKey: string) {
     /** The email and fingerprint of a genuine, unexpired reset token. */
     resetClaims(jwt: string, now: Date): { email: string; fingerprint: string } | undefined {
       const claims = decode(jwt);
-      if (!claims || typeof claims.reset_email !== 'string' || typeof claims.fp !== 'string' || typeof claims.exp !== 'number') return undefined;
+      if (
+        !claims ||
+        typeof claims.reset_email !== 'string' ||
+        typeof claims.fp !== 'string' ||
+        typeof claims.exp !== 'number'
+      )
+        return undefined;
       if (claims.exp * 1000 <= now.getTime()) return undefined;
       return { email: claims.reset_email, fingerprint: claims.fp };
     },
@@ -48,4 +60,5 @@ export function createJwt(secretKey: string) {
 }
 
 /** Changes whenever the password does (including from "none"), which retires reset links. */
-export const passwordFingerprint = (passwordHash: string | null) => digest(`pw:${passwordHash ?? ''}`).slice(0, 22);
+export const passwordFingerprint = (passwordHash: string | null) =>
+  digest(`pw:${passwordHash ?? ''}`).slice(0, 22);

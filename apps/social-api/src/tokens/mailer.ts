@@ -19,7 +19,10 @@ export function createMailer(mail: Config['mail'], log: FastifyBaseLogger): Mail
   if (!mail.server) {
     return {
       async send(m) {
-        log.info({ mail: { from: mail.sender, to: m.to, subject: m.subject, text: m.text } }, 'mail not sent (MAIL_SERVER is not set); its text follows');
+        log.info(
+          { mail: { from: mail.sender, to: m.to, subject: m.subject, text: m.text } },
+          'mail not sent (MAIL_SERVER is not set); its text follows',
+        );
       },
       close: () => undefined,
     };
@@ -36,7 +39,13 @@ export function createMailer(mail: Config['mail'], log: FastifyBaseLogger): Mail
   });
   return {
     async send(m) {
-      await transport.sendMail({ from: mail.sender, to: m.to, subject: m.subject, text: m.text, html: m.html });
+      await transport.sendMail({
+        from: mail.sender,
+        to: m.to,
+        subject: m.subject,
+        text: m.text,
+        html: m.html,
+      });
     },
     close: () => transport.close(),
   };
@@ -65,7 +74,7 @@ export function resetPasswordMail(to: string, username: string, url: string): Ma
   const html = [
     `<p>Dear ${escapeHtml(username)},</p>`,
     `<p>To reset your password <a href="${u}">click here</a>.</p>`,
-    '<p>Alternatively, you can paste the following link in your browser\'s address bar:</p>',
+    "<p>Alternatively, you can paste the following link in your browser's address bar:</p>",
     `<p>${u}</p>`,
     '<p>If you have not requested a password reset simply ignore this message.</p>',
     '<p>Sincerely,</p>',

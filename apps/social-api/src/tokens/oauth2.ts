@@ -14,7 +14,11 @@ export function authorizeUrl(provider: OAuth2Provider, redirectUri: string, stat
 }
 
 /** Exchanges an authorization code for the provider's access token; undefined when it refuses. */
-export async function exchangeCode(provider: OAuth2Provider, redirectUri: string, code: string): Promise<string | undefined> {
+export async function exchangeCode(
+  provider: OAuth2Provider,
+  redirectUri: string,
+  code: string,
+): Promise<string | undefined> {
   try {
     const response = await fetch(provider.accessTokenUrl, {
       method: 'POST',

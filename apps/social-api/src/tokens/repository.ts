@@ -30,7 +30,10 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
      * The owner of a live access token, with its `last_seen` set to `now`: one statement per
      * authenticated request.
      */
-    async authenticate(accessTokenHash: string, now: Date): Promise<(PublicUserRow & { token_id: string }) | undefined> {
+    async authenticate(
+      accessTokenHash: string,
+      now: Date,
+    ): Promise<(PublicUserRow & { token_id: string }) | undefined> {
       return db
         .updateTable('users')
         .from('tokens')
@@ -43,7 +46,11 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
     },
 
     byAccessHash(accessTokenHash: string): Promise<TokenRow | undefined> {
-      return db.selectFrom('tokens').selectAll().where('access_token_hash', '=', accessTokenHash).executeTakeFirst();
+      return db
+        .selectFrom('tokens')
+        .selectAll()
+        .where('access_token_hash', '=', accessTokenHash)
+        .executeTakeFirst();
     },
 
     /** Ends a pair at `at` (never later than it would have ended anyway). */
@@ -69,7 +76,12 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
      */
     async spendOAuth2State(state: string, expires: Date, now: Date): Promise<boolean> {
       await db.deleteFrom('spent_oauth2_states').where('expires', '<=', now).execute();
-      const rows = await db.insertInto('spent_oauth2_states').values({ state, expires }).onConflict((oc) => oc.doNothing()).returning('state').execute();
+      const rows = await db
+        .insertInto('spent_oauth2_states')
+        .values({ state, expires })
+        .onConflict((oc) => oc.doNothing())
+        .returning('state')
+        .execute();
       return rows.length === 1;
     },
 

@@ -27,18 +27,25 @@ function basicCredentials(header: string | undefined): { name: string; password:
   return { name: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-
 const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, tokens } = app;
   const users = createUsersRepository(app.database.db);
   const mailer = createMailer(config.mail, app.log);
   app.addHook('onClose', async () => mailer.close());
-  const cookieAttributes = { path: REFRESH_COOKIE_PATH, httpOnly: true, secure: config.cookie.secure, sameSite: config.cookie.sameSite } as const;
+  const cookieAttributes = {
+    path: REFRESH_COOKIE_PATH,
+    httpOnly: true,
+    secure: config.cookie.secure,
+    sameSite: config.cookie.sameSite,
+  } as const;
 
   /** A new pair as the configuration delivers it: the HttpOnly cookie and/or the JSON body. */
   const sendPair = (reply: FastifyReply, pair: IssuedPair) => {
     if (config.refreshTokenInCookie) reply.setCookie(REFRESH_COOKIE, pair.refreshToken, cookieAttributes);
-    return reply.send({ access_token: pair.accessToken, refresh_token: config.refreshTokenInBody ? pair.refreshToken : null });
+    return reply.send({
+      access_token: pair.accessToken,
+      refresh_token: config.refreshTokenInBody ? pair.refreshToken : null,
+    });
   };
 
   const loginFailed = (reply: FastifyReply) => {
@@ -64,7 +71,8 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const credentials = basicCredentials(request.headers.authorization);
       if (!credentials || !credentials.name || !credentials.password) throw loginFailed(reply);
       const user = await users.findForLogin(credentials.name);
-      if (!(await app.passwords.verify(user?.password_hash, credentials.password)) || !user) throw loginFailed(reply);
+      if (!(await app.passwords.verify(user?.password_hash, credentials.password)) || !user)
+        throw loginFailed(reply);
       return sendPair(reply, await tokens.login(user.id));
     },
   );
@@ -98,7 +106,8 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['tokens'],
         summary: 'Revoke an access token',
-        description: 'Logout: the presented token and its refresh token stop working at once; the refresh cookie is cleared.',
+        description:
+          'Logout: the presented token and its refresh token stop working at once; the refresh cookie is cleared.',
         security: bearerSecurity,
         response: { 204: NoContent, ...errors(401) },
       },
@@ -126,10 +135,16 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const user = await users.findWithHashByEmail(request.body.email);
       if (user) {
-        const token = tokens.jwt.resetToken(user.email, passwordFingerprint(user.password_hash), new Date(app.clock().getTime() + config.resetTokenMs));
+        const token = tokens.jwt.resetToken(
+          user.email,
+          passwordFingerprint(user.password_hash),
+          new Date(app.clock().getTime() + config.resetTokenMs),
+        );
         const url = `${config.passwordResetUrl}?token=${token}`;
         // Sent after the response: neither the SMTP server's speed nor its failure shows to the caller.
-        void mailer.send(resetPasswordMail(user.email, user.username, url)).catch((err: unknown) => request.log.error({ err }, 'reset mail not sent'));
+        void mailer
+          .send(resetPasswordMail(user.email, user.username, url))
+          .catch((err: unknown) => request.log.error({ err }, 'reset mail not sent'));
       }
       return reply.status(204).send();
     },
@@ -151,8 +166,13 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const claims = tokens.jwt.resetClaims(request.body.token, app.clock());
       const user = claims ? await users.findWithHashByEmail(claims.email) : undefined;
-      if (!claims || !user || passwordFingerprint(user.password_hash) !== claims.fingerprint) throw new BadRequest();
-      const replaced = await users.replacePassword(user.id, user.password_hash, await app.passwords.hash(request.body.new_password));
+      if (!claims || !user || passwordFingerprint(user.password_hash) !== claims.fingerprint)
+        throw new BadRequest();
+      const replaced = await users.replacePassword(
+        user.id,
+        user.password_hash,
+        await app.passwords.hash(request.body.new_password),
+      );
       if (!replaced) throw new BadRequest();
       await tokens.revokeAll(user.id);
       return reply.status(204).send();
@@ -165,14 +185,21 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return provider;
   };
   const redirectUri = (name: string) => config.oauth2.redirectUri.replace('{provider}', name);
-  const stateCookie = { path: STATE_COOKIE_PATH, httpOnly: true, secure: config.cookie.secure, sameSite: config.cookie.sameSite, signed: true } as const;
+  const stateCookie = {
+    path: STATE_COOKIE_PATH,
+    httpOnly: true,
+    secure: config.cookie.secure,
+    sameSite: config.cookie.sameSite,
+    signed: true,
+  } as const;
   /** Checks the signed `provider:expiry:state` cookie against the posted state, and spends the state (it works once). */
   const takeState = async (cookie: string | undefined, name: string, state: string): Promise<boolean> => {
     const saved = cookie ? app.unsignCookie(cookie) : undefined;
     if (!saved?.valid || saved.value === null) return false;
     const [savedName, savedExpiry, savedState] = saved.value.split(':');
     const expiry = Number(savedExpiry);
-    if (savedName !== name || savedState !== state || !state || !(expiry > app.clock().getTime())) return false;
+    if (savedName !== name || savedState !== state || !state || !(expiry > app.clock().getTime()))
+      return false;
     return tokens.spendOAuth2State(savedState, new Date(expiry));
   };
 
@@ -183,17 +210,23 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['tokens'],
         summary: 'Initiate OAuth2 authentication',
         description:
-          'Redirects (302) to the provider\'s authorization page with a random `state`, also kept in a signed HttpOnly cookie. ' +
+          "Redirects (302) to the provider's authorization page with a random `state`, also kept in a signed HttpOnly cookie. " +
           'Providers: `github` and `google` when their client ids are set, plus any in OAUTH2_PROVIDERS; others are 404.',
         params: OAuth2Params,
-        response: { 302: Type.Unsafe<void>({ type: 'null', description: 'Redirect to the provider (Location header)' }), ...errors(404) },
+        response: {
+          302: Type.Unsafe<void>({ type: 'null', description: 'Redirect to the provider (Location header)' }),
+          ...errors(404),
+        },
       },
     },
     async (request, reply) => {
       const { provider: name } = request.params;
       const provider = providerNamed(name);
       const state = randomBytes(24).toString('base64url');
-      reply.setCookie(STATE_COOKIE, `${name}:${app.clock().getTime() + STATE_TTL_MS}:${state}`, { ...stateCookie, maxAge: STATE_TTL_MS / 1000 });
+      reply.setCookie(STATE_COOKIE, `${name}:${app.clock().getTime() + STATE_TTL_MS}:${state}`, {
+        ...stateCookie,
+        maxAge: STATE_TTL_MS / 1000,
+      });
       return reply.redirect(authorizeUrl(provider, redirectUri(name), state), 302);
     },
   );
@@ -232,7 +265,13 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     for (let attempt = 0; ; attempt++) {
       const username = await usernameFor(email, (name) => users.taken('username', name));
       try {
-        return await users.create({ username, email, password_hash: null, first_seen: app.clock(), last_seen: app.clock() });
+        return await users.create({
+          username,
+          email,
+          password_hash: null,
+          first_seen: app.clock(),
+          last_seen: app.clock(),
+        });
       } catch (error) {
         const existing = await users.findByEmail(email);
         if (existing) return existing;

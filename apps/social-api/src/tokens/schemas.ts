@@ -3,9 +3,14 @@ import { Nullable } from '@platform/schema';
 
 export const TokenPair = Type.Object(
   {
-    access_token: Type.String({ description: 'HS256 JWT; send it as `Authorization: Bearer <access_token>`' }),
+    access_token: Type.String({
+      description: 'HS256 JWT; send it as `Authorization: Bearer <access_token>`',
+    }),
     refresh_token: Nullable(
-      Type.String({ description: 'Only with REFRESH_TOKEN_IN_BODY; otherwise null and the token travels in the HttpOnly `refresh_token` cookie' }),
+      Type.String({
+        description:
+          'Only with REFRESH_TOKEN_IN_BODY; otherwise null and the token travels in the HttpOnly `refresh_token` cookie',
+      }),
     ),
   },
   { $id: 'Token', description: 'An access token and (maybe) its refresh token' },
@@ -15,7 +20,9 @@ export type TokenPair = Static<typeof TokenPair>;
 export const RefreshBody = Type.Object(
   {
     access_token: Type.String({ description: 'The access token of the pair (it may have expired)' }),
-    refresh_token: Type.Optional(Type.String({ description: 'The refresh token; absent: the `refresh_token` cookie is used' })),
+    refresh_token: Type.Optional(
+      Type.String({ description: 'The refresh token; absent: the `refresh_token` cookie is used' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -38,7 +45,9 @@ export const OAuth2Params = Type.Object({ provider: Type.String() });
 export const OAuth2Body = Type.Object(
   {
     code: Type.String({ description: 'The authorization code the provider gave the browser' }),
-    state: Type.String({ description: 'The state the provider gave back; must match the one this service issued' }),
+    state: Type.String({
+      description: 'The state the provider gave back; must match the one this service issued',
+    }),
   },
   { additionalProperties: false },
 );

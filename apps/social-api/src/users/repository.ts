@@ -31,22 +31,35 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
   const publicUsers = () => db.selectFrom('users').select(publicUserColumns);
 
   /** "Who X follows" / "who follows X", by username, as one page source. */
-  const followList = (userId: number, direction: 'following' | 'followers'): PageSource<PublicUserRow, string> => {
-    const [mine, theirs] = direction === 'following' ? (['follower_id', 'followed_id'] as const) : (['followed_id', 'follower_id'] as const);
-    const members = () => db.selectFrom('followers').innerJoin('users', 'users.id', `followers.${theirs}`).where(`followers.${mine}`, '=', userId);
+  const followList = (
+    userId: number,
+    direction: 'following' | 'followers',
+  ): PageSource<PublicUserRow, string> => {
+    const [mine, theirs] =
+      direction === 'following'
+        ? (['follower_id', 'followed_id'] as const)
+        : (['followed_id', 'follower_id'] as const);
+    const members = () =>
+      db
+        .selectFrom('followers')
+        .innerJoin('users', 'users.id', `followers.${theirs}`)
+        .where(`followers.${mine}`, '=', userId);
     return {
       async count(after) {
         const row = await members()
           .select((eb) => [
             eb.fn.countAll<string>().as('total'),
-            after === undefined ? sql<string>`0`.as('at_or_before') : sql<string>`count(*) filter (where users.username <= ${after})`.as('at_or_before'),
+            after === undefined
+              ? sql<string>`0`.as('at_or_before')
+              : sql<string>`count(*) filter (where users.username <= ${after})`.as('at_or_before'),
           ])
           .executeTakeFirstOrThrow();
         return { total: Number(row.total), atOrBefore: Number(row.at_or_before) };
       },
       page(request: PageRequest<string>) {
         let q = members().select(publicUserColumns).orderBy('users.username').limit(request.limit);
-        q = request.mode === 'after' ? q.where('users.username', '>', request.after) : q.offset(request.offset);
+        q =
+          request.mode === 'after' ? q.where('users.username', '>', request.after) : q.offset(request.offset);
         return q.execute();
       },
     };
@@ -63,7 +76,12 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
 
     /** `last_seen` = now for a user acting without a token (DISABLE_AUTH). */
     touch(id: number, now: Date): Promise<PublicUserRow | undefined> {
-      return db.updateTable('users').set({ last_seen: now }).where('id', '=', id).returning(publicUserColumns).executeTakeFirst();
+      return db
+        .updateTable('users')
+        .set({ last_seen: now })
+        .where('id', '=', id)
+        .returning(publicUserColumns)
+        .executeTakeFirst();
     },
 
     async findByUsername(username: string): Promise<PublicUserRow | undefined> {
@@ -73,7 +91,9 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
     },
 
     findByEmail(email: string): Promise<PublicUserRow | undefined> {
-      return publicUsers().where(sql`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
+      return publicUsers()
+        .where(sql`lower(email)`, '=', email.toLowerCase())
+        .executeTakeFirst();
     },
 
     /** A login name: a username first, else an email address (whatever its case). */
@@ -88,7 +108,11 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
     },
 
     findWithHashByEmail(email: string): Promise<UserWithHash | undefined> {
-      return db.selectFrom('users').selectAll().where(sql`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
+      return db
+        .selectFrom('users')
+        .selectAll()
+        .where(sql`lower(email)`, '=', email.toLowerCase())
+        .executeTakeFirst();
     },
 
     /** Sets a new hash only if the password is still `expected` (a reset link works once, even when raced). */
@@ -103,31 +127,51 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
     },
 
     async passwordHash(id: number): Promise<string | null | undefined> {
-      const row = await db.selectFrom('users').select('password_hash').where('id', '=', id).executeTakeFirst();
+      const row = await db
+        .selectFrom('users')
+        .select('password_hash')
+        .where('id', '=', id)
+        .executeTakeFirst();
       return row?.password_hash;
     },
 
     /** Taken by someone other than `exceptId`? (The unique indexes decide races; this gives the message.) */
     async taken(field: 'username' | 'email', value: string, exceptId?: number): Promise<boolean> {
       let q = db.selectFrom('users').select('id');
-      q = field === 'username' ? q.where('username', '=', value) : q.where(sql`lower(email)`, '=', value.toLowerCase());
+      q =
+        field === 'username'
+          ? q.where('username', '=', value)
+          : q.where(sql`lower(email)`, '=', value.toLowerCase());
       if (exceptId !== undefined) q = q.where('id', '<>', exceptId);
       return (await q.executeTakeFirst()) !== undefined;
     },
 
     async update(id: number, changes: UserUpdate): Promise<PublicUserRow | undefined> {
       if (Object.keys(changes).length === 0) return publicUsers().where('id', '=', id).executeTakeFirst();
-      return db.updateTable('users').set(changes).where('id', '=', id).returning(publicUserColumns).executeTakeFirst();
+      return db
+        .updateTable('users')
+        .set(changes)
+        .where('id', '=', id)
+        .returning(publicUserColumns)
+        .executeTakeFirst();
     },
 
     /** All users by id, as a page source (no cursor). */
     all(): PageSource<PublicUserRow, never> {
       return {
         async count() {
-          const row = await db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow();
+          const row = await db
+            .selectFrom('users')
+            .select((eb) => eb.fn.countAll<string>().as('total'))
+            .executeTakeFirstOrThrow();
           return { total: Number(row.total), atOrBefore: 0 };
         },
-        page: (request) => publicUsers().orderBy('id').limit(request.limit).offset(request.mode === 'offset' ? request.offset : 0).execute(),
+        page: (request) =>
+          publicUsers()
+            .orderBy('id')
+            .limit(request.limit)
+            .offset(request.mode === 'offset' ? request.offset : 0)
+            .execute(),
       };
     },
 

@@ -13,20 +13,27 @@ import { serializeUser } from './serialize';
 const UserPage = Paginated(User, 'UserPage');
 
 const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
-const differentError = (field: 'username' | 'email') => new RequestValidationError([{ field, message: DIFFERENT[field] }]);
+const differentError = (field: 'username' | 'email') =>
+  new RequestValidationError([{ field, message: DIFFERENT[field] }]);
 
-const FOLLOW_LIST_NOTE = 'Ordered by username; `after` is a username (items strictly after it, `offset` then counts those at or before it).';
+const FOLLOW_LIST_NOTE =
+  'Ordered by username; `after` is a username (items strictly after it, `offset` then counts those at or before it).';
 
 const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const users = createUsersRepository(app.database.db);
   const token = { onRequest: app.requireToken };
 
   /** Both unique rules checked up front (all messages at once, after `earlier` ones); the indexes settle races. */
-  async function assertAvailable(fields: { username?: string; email?: string }, exceptId?: number, earlier: FieldError[] = []) {
+  async function assertAvailable(
+    fields: { username?: string; email?: string },
+    exceptId?: number,
+    earlier: FieldError[] = [],
+  ) {
     const problems = [...earlier];
     for (const field of ['username', 'email'] as const) {
       const value = fields[field];
-      if (value !== undefined && (await users.taken(field, value, exceptId))) problems.push({ field, message: DIFFERENT[field] });
+      if (value !== undefined && (await users.taken(field, value, exceptId)))
+        problems.push({ field, message: DIFFERENT[field] });
     }
     if (problems.length) throw new RequestValidationError(problems);
   }
@@ -49,7 +56,8 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['users'],
         summary: 'Register a new user',
-        description: 'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
+        description:
+          'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
         body: NewUser,
         response: { 201: User, ...bodyErrors() },
       },
@@ -59,7 +67,14 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await assertAvailable({ username, email });
       const now = app.clock();
       const created = await users
-        .create({ username, email, about_me: about_me ?? null, password_hash: await app.passwords.hash(password), first_seen: now, last_seen: now })
+        .create({
+          username,
+          email,
+          about_me: about_me ?? null,
+          password_hash: await app.passwords.hash(password),
+          first_seen: now,
+          last_seen: now,
+        })
         .catch(translateUnique);
       return reply.status(201).send(serializeUser(created));
     },
@@ -88,7 +103,8 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['users'],
         summary: 'Retrieve a user by id or by username',
-        description: 'Digits are an id; anything else is a username (usernames start with a letter, so the two never collide).',
+        description:
+          'Digits are an id; anything else is a username (usernames start with a letter, so the two never collide).',
         security: bearerSecurity,
         params: UserKeyParams,
         response: { 200: User, ...errors(401, 404) },
@@ -96,7 +112,9 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id: key } = request.params;
-      const user = /^[0-9]+$/.test(key) ? await users.findById(parseId(key)) : await users.findByUsername(key);
+      const user = /^[0-9]+$/.test(key)
+        ? await users.findById(parseId(key))
+        : await users.findByUsername(key);
       if (!user) throw new NotFound();
       return serializeUser(user);
     },
@@ -136,7 +154,8 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const me = request.user;
       const { username, email, about_me, password, old_password } = request.body;
       const wrongOldPassword =
-        old_password !== undefined && !(await app.passwords.verify(await users.passwordHash(me.id), old_password))
+        old_password !== undefined &&
+        !(await app.passwords.verify(await users.passwordHash(me.id), old_password))
           ? [{ field: 'old_password', message: 'Password is incorrect' }]
           : [];
       await assertAvailable({ username, email }, me.id, wrongOldPassword);
@@ -153,7 +172,10 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   for (const direction of ['following', 'followers'] as const) {
-    const summaries = direction === 'following' ? ['Retrieve whom I follow', 'Retrieve whom a user follows'] : ['Retrieve my followers', "Retrieve a user's followers"];
+    const summaries =
+      direction === 'following'
+        ? ['Retrieve whom I follow', 'Retrieve whom a user follows']
+        : ['Retrieve my followers', "Retrieve a user's followers"];
     app.get(
       `/me/${direction}`,
       {
@@ -167,7 +189,12 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           response: { 200: UserPage, ...errors(400, 401) },
         },
       },
-      async (request) => paginate(pageRequest(request.query, parseUsernameCursor), users[direction](request.user.id), serializeUser),
+      async (request) =>
+        paginate(
+          pageRequest(request.query, parseUsernameCursor),
+          users[direction](request.user.id),
+          serializeUser,
+        ),
     );
     app.get(
       `/users/:id/${direction}`,
@@ -185,7 +212,11 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request) => {
         const user = await existingUser(request.params.id);
-        return paginate(pageRequest(request.query, parseUsernameCursor), users[direction](user.id), serializeUser);
+        return paginate(
+          pageRequest(request.query, parseUsernameCursor),
+          users[direction](user.id),
+          serializeUser,
+        );
       },
     );
   }

@@ -10,7 +10,8 @@ export const User = Type.Object(
     email: Type.String({ examples: ['susan@example.com'] }),
     has_password: Type.Boolean({ description: 'false for users made by `fake users` or by an OAuth2 login' }),
     avatar_url: Type.String({
-      description: 'Gravatar identicon of the lower-cased email; it already has a query, so clients append `&s=<size>`',
+      description:
+        'Gravatar identicon of the lower-cased email; it already has a query, so clients append `&s=<size>`',
       examples: ['https://www.gravatar.com/avatar/d4c74594d841139328695756648b6bd6?d=identicon'],
     }),
     about_me: Nullable(Type.String({ maxLength: 140 })),
@@ -29,8 +30,15 @@ const Username = Type.String({
   allOf: [{ pattern: '^\\p{L}', 'x-error-message': 'Username must start with a letter' }],
   description: '3..64 characters, the first a letter; unique',
 });
-const Email = Type.String({ format: 'email', maxLength: 120, description: 'A valid address, at most 120 characters; unique (whatever the case)' });
-const Password = Type.String({ minLength: 3, description: 'At least 3 characters; stored as an argon2id hash' });
+const Email = Type.String({
+  format: 'email',
+  maxLength: 120,
+  description: 'A valid address, at most 120 characters; unique (whatever the case)',
+});
+const Password = Type.String({
+  minLength: 3,
+  description: 'At least 3 characters; stored as an argon2id hash',
+});
 const AboutMe = Nullable(Type.String({ maxLength: 140 }));
 
 export const NewUser = Type.Object(
@@ -45,7 +53,9 @@ export const UserChanges = Type.Object(
     email: Type.Optional(Email),
     about_me: Type.Optional(AboutMe),
     password: Type.Optional(Password),
-    old_password: Type.Optional(Type.String({ minLength: 3, description: 'Required with `password`: the current password' })),
+    old_password: Type.Optional(
+      Type.String({ minLength: 3, description: 'Required with `password`: the current password' }),
+    ),
   },
   { additionalProperties: false, description: 'Any subset of the fields; absent fields stay unchanged' },
 );

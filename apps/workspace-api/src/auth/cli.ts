@@ -21,15 +21,28 @@ export async function keysCommand(
     case 'create': {
       if (!options.name) throw new Error('keys create needs --name');
       const permissions = options.permission ?? [];
-      if (!permissions.length) throw new Error(`keys create needs at least one --permission (one of: ${PERMISSIONS.join(', ')})`);
+      if (!permissions.length)
+        throw new Error(`keys create needs at least one --permission (one of: ${PERMISSIONS.join(', ')})`);
       const unknown = permissions.filter((p) => !isPermission(p));
-      if (unknown.length) throw new Error(`unknown permission ${unknown.map((p) => JSON.stringify(p)).join(', ')}; use: ${PERMISSIONS.join(', ')}`);
+      if (unknown.length)
+        throw new Error(
+          `unknown permission ${unknown.map((p) => JSON.stringify(p)).join(', ')}; use: ${PERMISSIONS.join(', ')}`,
+        );
       let expires: Date | null = null;
       if (options.expires) {
-        expires = new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(options.expires) ? options.expires : `${options.expires.replace(' ', 'T')}Z`);
+        expires = new Date(
+          /[zZ]|[+-]\d\d:?\d\d$/.test(options.expires)
+            ? options.expires
+            : `${options.expires.replace(' ', 'T')}Z`,
+        );
         if (Number.isNaN(expires.getTime())) throw new Error(`--expires is not a date: ${options.expires}`);
       }
-      const created = await keys.create({ name: options.name, permissions: permissions as Permission[], readOnly: options['read-only'] ?? false, expires });
+      const created = await keys.create({
+        name: options.name,
+        permissions: permissions as Permission[],
+        readOnly: options['read-only'] ?? false,
+        expires,
+      });
       out(`api_key:        ${created.apiKey}`);
       out(`api_key_secret: ${created.secret}`);
       out('The secret is shown only now; store it safely.');
@@ -37,7 +50,13 @@ export async function keysCommand(
     }
     case 'list': {
       for (const k of await keys.list()) {
-        const state = [k.enabled ? 'enabled' : 'disabled', k.read_only ? 'read-only' : null, k.expires ? `expires ${toKasmDate(k.expires)}` : null].filter(Boolean).join(', ');
+        const state = [
+          k.enabled ? 'enabled' : 'disabled',
+          k.read_only ? 'read-only' : null,
+          k.expires ? `expires ${toKasmDate(k.expires)}` : null,
+        ]
+          .filter(Boolean)
+          .join(', ');
         out(`${k.api_key}  ${k.name}  [${state}]  ${k.permissions.join(', ')}`);
       }
       return 0;

@@ -14,7 +14,10 @@ export const newKeyPair = () => ({ apiKey: randomAlphanumeric(12), secret: rando
  * Secrets are 190 random bits, so a salted SHA-256 (Kasm's own scheme) is enough; a slow hash
  * would only slow every request down.
  */
-export function hashSecret(secret: string, salt = randomBytes(16).toString('hex')): { salt: string; hash: string } {
+export function hashSecret(
+  secret: string,
+  salt = randomBytes(16).toString('hex'),
+): { salt: string; hash: string } {
   return { salt, hash: createHash('sha256').update(salt).update(secret).digest('hex') };
 }
 

@@ -16,7 +16,8 @@ export const PERMISSIONS = [
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
-export const isPermission = (value: string): value is Permission => (PERMISSIONS as readonly string[]).includes(value);
+export const isPermission = (value: string): value is Permission =>
+  (PERMISSIONS as readonly string[]).includes(value);
 
 /** What an operation needs: a permission (or any valid key), and whether it writes (read-only keys may not). */
 export interface OperationAccess {

@@ -49,7 +49,10 @@ export default fp(
       if (!key || !key.enabled || !matches) throw new AccessDenied();
       if (key.expires && key.expires.getTime() <= Date.now()) throw new AccessExpired();
       if (access.writes && key.read_only) throw new Unauthorized();
-      const granted = key.permissions.includes('Global Admin') || access.permission === 'any' || key.permissions.includes(access.permission);
+      const granted =
+        key.permissions.includes('Global Admin') ||
+        access.permission === 'any' ||
+        key.permissions.includes(access.permission);
       if (!granted) throw new Unauthorized();
       request.apiKey = key;
     });

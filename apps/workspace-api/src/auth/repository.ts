@@ -23,7 +23,15 @@ export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
       const { salt, hash } = hashSecret(secret);
       const row = await db
         .insertInto('api_keys')
-        .values({ api_key: apiKey, secret_salt: salt, secret_hash: hash, name: key.name, permissions: key.permissions, read_only: key.readOnly ?? false, expires: key.expires ?? null })
+        .values({
+          api_key: apiKey,
+          secret_salt: salt,
+          secret_hash: hash,
+          name: key.name,
+          permissions: key.permissions,
+          read_only: key.readOnly ?? false,
+          expires: key.expires ?? null,
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
       return { row, apiKey, secret };
@@ -32,7 +40,14 @@ export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
     /** The configured bootstrap key exists, enabled, Global Admin, with exactly this secret. */
     async ensureBootstrap(apiKey: string, secret: string): Promise<void> {
       const { salt, hash } = hashSecret(secret);
-      const values = { secret_salt: salt, secret_hash: hash, enabled: true, read_only: false, expires: null, permissions: ['Global Admin'] };
+      const values = {
+        secret_salt: salt,
+        secret_hash: hash,
+        enabled: true,
+        read_only: false,
+        expires: null,
+        permissions: ['Global Admin'],
+      };
       await db
         .insertInto('api_keys')
         .values({ api_key: apiKey, name: 'bootstrap', ...values })
@@ -46,7 +61,11 @@ export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** True when a key was disabled. */
     async disable(apiKey: string): Promise<boolean> {
-      const result = await db.updateTable('api_keys').set({ enabled: false }).where('api_key', '=', apiKey).executeTakeFirst();
+      const result = await db
+        .updateTable('api_keys')
+        .set({ enabled: false })
+        .where('api_key', '=', apiKey)
+        .executeTakeFirst();
       return result.numUpdatedRows > 0n;
     },
   };

@@ -36,13 +36,18 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** 'name-taken' when another group has the name (also when a concurrent create won). */
     async insertGroup(group: NewGroup): Promise<GroupRow | 'name-taken'> {
-      return unlessNameTaken(() => db.insertInto('groups').values(group).returningAll().executeTakeFirstOrThrow());
+      return unlessNameTaken(() =>
+        db.insertInto('groups').values(group).returningAll().executeTakeFirstOrThrow(),
+      );
     },
 
     /** The updated group; undefined when it does not exist; 'name-taken' when another group has the name. */
     async updateGroup(id: string, changes: GroupChanges): Promise<GroupRow | undefined | 'name-taken'> {
-      if (!Object.values(changes).some((v) => v !== undefined)) return db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();
-      return unlessNameTaken(() => db.updateTable('groups').set(changes).where('id', '=', id).returningAll().executeTakeFirst());
+      if (!Object.values(changes).some((v) => v !== undefined))
+        return db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();
+      return unlessNameTaken(() =>
+        db.updateTable('groups').set(changes).where('id', '=', id).returningAll().executeTakeFirst(),
+      );
     },
 
     /**
@@ -50,7 +55,12 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
      * key cascade), in one statement; a second one only tells why nothing was deleted.
      */
     async deleteGroup(id: string): Promise<'deleted' | 'system' | 'unknown'> {
-      const deleted = await db.deleteFrom('groups').where('id', '=', id).where('is_system', '=', false).returning('id').executeTakeFirst();
+      const deleted = await db
+        .deleteFrom('groups')
+        .where('id', '=', id)
+        .where('is_system', '=', false)
+        .returning('id')
+        .executeTakeFirst();
       if (deleted) return 'deleted';
       const group = await db.selectFrom('groups').select('is_system').where('id', '=', id).executeTakeFirst();
       return group?.is_system ? 'system' : 'unknown';
@@ -86,7 +96,12 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** Removes a membership; false when there was none (or the user or group does not exist). */
     async removeMember(userId: string, groupId: string): Promise<boolean> {
-      const removed = await db.deleteFrom('user_groups').where('user_id', '=', userId).where('group_id', '=', groupId).returning('user_id').executeTakeFirst();
+      const removed = await db
+        .deleteFrom('user_groups')
+        .where('user_id', '=', userId)
+        .where('group_id', '=', groupId)
+        .returning('user_id')
+        .executeTakeFirst();
       return removed !== undefined;
     },
 
@@ -95,10 +110,22 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
       const no = sql<boolean>`false`;
       const row = await db
         .selectNoFrom((eb) => [
-          userId ? eb.exists(eb.selectFrom('users').select('id').where('id', '=', userId)).as('user') : no.as('user'),
-          groupId ? eb.exists(eb.selectFrom('groups').select('id').where('id', '=', groupId)).as('group') : no.as('group'),
+          userId
+            ? eb.exists(eb.selectFrom('users').select('id').where('id', '=', userId)).as('user')
+            : no.as('user'),
+          groupId
+            ? eb.exists(eb.selectFrom('groups').select('id').where('id', '=', groupId)).as('group')
+            : no.as('group'),
           userId && groupId
-            ? eb.exists(eb.selectFrom('user_groups').select('user_id').where('user_id', '=', userId).where('group_id', '=', groupId)).as('member')
+            ? eb
+                .exists(
+                  eb
+                    .selectFrom('user_groups')
+                    .select('user_id')
+                    .where('user_id', '=', userId)
+                    .where('group_id', '=', groupId),
+                )
+                .as('member')
             : no.as('member'),
         ])
         .executeTakeFirstOrThrow();
@@ -141,19 +168,37 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
     },
 
     /** A group by id or by exact name, kept from deletion until the transaction ends. */
-    async lockGroup(trx: Transaction<WorkspaceDatabase>, by: { id: string } | { name: string }): Promise<GroupRow | undefined> {
+    async lockGroup(
+      trx: Transaction<WorkspaceDatabase>,
+      by: { id: string } | { name: string },
+    ): Promise<GroupRow | undefined> {
       const query = trx.selectFrom('groups').selectAll().forKeyShare();
-      return ('id' in by ? query.where('id', '=', by.id) : query.where('name', '=', by.name)).executeTakeFirst();
+      return (
+        'id' in by ? query.where('id', '=', by.id) : query.where('name', '=', by.name)
+      ).executeTakeFirst();
     },
 
     /** False when the user was not a member (a concurrent move already took the row). */
-    async deleteMembership(trx: Transaction<WorkspaceDatabase>, userId: string, groupId: string): Promise<boolean> {
-      const removed = await trx.deleteFrom('user_groups').where('user_id', '=', userId).where('group_id', '=', groupId).returning('user_id').executeTakeFirst();
+    async deleteMembership(
+      trx: Transaction<WorkspaceDatabase>,
+      userId: string,
+      groupId: string,
+    ): Promise<boolean> {
+      const removed = await trx
+        .deleteFrom('user_groups')
+        .where('user_id', '=', userId)
+        .where('group_id', '=', groupId)
+        .returning('user_id')
+        .executeTakeFirst();
       return removed !== undefined;
     },
 
     /** False when the user already is a member (never a second row). */
-    async insertMembership(trx: Transaction<WorkspaceDatabase>, userId: string, groupId: string): Promise<boolean> {
+    async insertMembership(
+      trx: Transaction<WorkspaceDatabase>,
+      userId: string,
+      groupId: string,
+    ): Promise<boolean> {
       const added = await trx
         .insertInto('user_groups')
         .values({ user_id: userId, group_id: groupId })

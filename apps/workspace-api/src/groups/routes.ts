@@ -35,7 +35,13 @@ import {
 } from './schemas';
 
 function toGroup(row: GroupRow): Group {
-  return { group_id: toKasmId(row.id), name: row.name, description: row.description, priority: row.priority, is_system: row.is_system };
+  return {
+    group_id: toKasmId(row.id),
+    name: row.name,
+    description: row.description,
+    priority: row.priority,
+    is_system: row.is_system,
+  };
 }
 
 const present = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
@@ -55,7 +61,8 @@ function groupName(value: string): string {
 
 /** Kasm's 1..4095; any other number (a fraction too) is answered with the value as given. */
 function priorityOf(value: number): number {
-  if (!Number.isInteger(value) || value < PRIORITY_MIN || value > PRIORITY_MAX) throw new InvalidPriority(String(value));
+  if (!Number.isInteger(value) || value < PRIORITY_MIN || value > PRIORITY_MAX)
+    throw new InvalidPriority(String(value));
   return value;
 }
 
@@ -94,9 +101,16 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     'Every group, ordered by `priority` (ascending: the lower number wins when group settings layer), then `name`. ' +
       'The default group All Users has the fixed id `68d557ac4cac42cca9f31c7c853de0f3` and `is_system: true`.',
   );
-  app.post('/get_groups', { config: list.config, schema: { ...list.schema, body: GetGroupsBody, response: { 200: GroupsResponse, ...list.errors } } }, async () => ({
-    groups: (await groups.listGroups()).map(toGroup),
-  }));
+  app.post(
+    '/get_groups',
+    {
+      config: list.config,
+      schema: { ...list.schema, body: GetGroupsBody, response: { 200: GroupsResponse, ...list.errors } },
+    },
+    async () => ({
+      groups: (await groups.listGroups()).map(toGroup),
+    }),
+  );
 
   const create = operation(
     { permission: 'Groups Create', writes: true },
@@ -110,7 +124,10 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
   app.post(
     '/create_group',
-    { config: create.config, schema: { ...create.schema, body: CreateGroupBody, response: { 200: GroupResponse, ...create.errors } } },
+    {
+      config: create.config,
+      schema: { ...create.schema, body: CreateGroupBody, response: { 200: GroupResponse, ...create.errors } },
+    },
     async (request) => {
       const target = request.body.target_group;
       if (!target || !present(target.name) || !present(target.priority)) throw new MissingParameters();
@@ -133,7 +150,10 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
   app.post(
     '/update_group',
-    { config: update.config, schema: { ...update.schema, body: UpdateGroupBody, response: { 200: GroupResponse, ...update.errors } } },
+    {
+      config: update.config,
+      schema: { ...update.schema, body: UpdateGroupBody, response: { 200: GroupResponse, ...update.errors } },
+    },
     async (request) => {
       const target = request.body.target_group;
       if (!target || !present(target.group_id)) throw new MissingParameters();
@@ -143,7 +163,11 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!current) throw new InvalidGroupId(given);
       const name = present(target.name) ? groupName(target.name) : undefined;
       const priority = present(target.priority) ? priorityOf(target.priority) : undefined;
-      const saved = await groups.updateGroup(current.id, { name, priority, description: target.description ?? undefined });
+      const saved = await groups.updateGroup(current.id, {
+        name,
+        priority,
+        description: target.description ?? undefined,
+      });
       if (saved === 'name-taken') throw new GroupExists(name ?? current.name);
       if (!saved) throw new InvalidGroupId(given);
       return { group: toGroup(saved) };
@@ -159,7 +183,10 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
   app.post(
     '/delete_group',
-    { config: remove.config, schema: { ...remove.schema, body: DeleteGroupBody, response: { 200: EmptyResponse, ...remove.errors } } },
+    {
+      config: remove.config,
+      schema: { ...remove.schema, body: DeleteGroupBody, response: { 200: EmptyResponse, ...remove.errors } },
+    },
     async (request) => {
       const given = required(request.body.target_group?.group_id);
       const id = parseId(given);
@@ -178,18 +205,25 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '`User (<uid>) is already a member of group (<gid>)` (ids in 32-hex form; also for all but one of concurrent identical requests). ' +
       MEMBERSHIP_CHECKS,
   );
-  app.post('/add_user_group', { config: add.config, schema: { ...add.schema, body: MembershipBody, response: { 200: EmptyResponse, ...add.errors } } }, async (request) => {
-    const userGiven = required(request.body.target_user?.user_id);
-    const groupGiven = required(request.body.target_group?.group_id);
-    const userId = parseId(userGiven);
-    const groupId = parseId(groupGiven);
-    if (userId && groupId && (await groups.addMember(userId, groupId))) return {};
-    const state = await groups.membership(userId, groupId);
-    if (!state.user) throw new InvalidUserId(userGiven);
-    if (!state.group) throw new InvalidGroupId(groupGiven);
-    // Nothing was added although both exist: the membership was there (perhaps added concurrently).
-    throw new AlreadyMember(toKasmId(userId!), toKasmId(groupId!));
-  });
+  app.post(
+    '/add_user_group',
+    {
+      config: add.config,
+      schema: { ...add.schema, body: MembershipBody, response: { 200: EmptyResponse, ...add.errors } },
+    },
+    async (request) => {
+      const userGiven = required(request.body.target_user?.user_id);
+      const groupGiven = required(request.body.target_group?.group_id);
+      const userId = parseId(userGiven);
+      const groupId = parseId(groupGiven);
+      if (userId && groupId && (await groups.addMember(userId, groupId))) return {};
+      const state = await groups.membership(userId, groupId);
+      if (!state.user) throw new InvalidUserId(userGiven);
+      if (!state.group) throw new InvalidGroupId(groupGiven);
+      // Nothing was added although both exist: the membership was there (perhaps added concurrently).
+      throw new AlreadyMember(toKasmId(userId!), toKasmId(groupId!));
+    },
+  );
 
   const removeMember = operation(
     { permission: 'Groups Modify', writes: true },
@@ -201,7 +235,14 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
   app.post(
     '/remove_user_group',
-    { config: removeMember.config, schema: { ...removeMember.schema, body: MembershipBody, response: { 200: EmptyResponse, ...removeMember.errors } } },
+    {
+      config: removeMember.config,
+      schema: {
+        ...removeMember.schema,
+        body: MembershipBody,
+        response: { 200: EmptyResponse, ...removeMember.errors },
+      },
+    },
     async (request) => {
       const userGiven = required(request.body.target_user?.user_id);
       const groupGiven = required(request.body.target_group?.group_id);
@@ -227,7 +268,14 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
   app.post(
     '/change_user_group',
-    { config: change.config, schema: { ...change.schema, body: ChangeUserGroupBody, response: { 200: UserResponse, ...change.errors } } },
+    {
+      config: change.config,
+      schema: {
+        ...change.schema,
+        body: ChangeUserGroupBody,
+        response: { 200: UserResponse, ...change.errors },
+      },
+    },
     async (request) => {
       const userGiven = required(request.body.target_user?.user_id);
       const from = groupRef(request.body.old_group);
@@ -241,7 +289,8 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (!oldGroup) throw new InvalidGroupId(from.given);
         const newGroup = to.by && (await groups.lockGroup(trx, to.by));
         if (!newGroup) throw new InvalidGroupId(to.given);
-        if (!(await groups.deleteMembership(trx, row.id, oldGroup.id))) throw new NotMember(toKasmId(row.id), toKasmId(oldGroup.id));
+        if (!(await groups.deleteMembership(trx, row.id, oldGroup.id)))
+          throw new NotMember(toKasmId(row.id), toKasmId(oldGroup.id));
         // Throwing rolls the deletion back.
         if (newGroup.id === oldGroup.id || !(await groups.insertMembership(trx, row.id, newGroup.id))) {
           throw new AlreadyMember(toKasmId(row.id), toKasmId(newGroup.id));
@@ -263,7 +312,14 @@ const groupsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
   app.post(
     '/get_users_group',
-    { config: members.config, schema: { ...members.schema, body: GetUsersGroupBody, response: { 200: UsersResponse, ...members.errors } } },
+    {
+      config: members.config,
+      schema: {
+        ...members.schema,
+        body: GetUsersGroupBody,
+        response: { 200: UsersResponse, ...members.errors },
+      },
+    },
     async (request) => {
       const { target_group, page, page_size } = request.body;
       const given = required(target_group?.group_id);

@@ -16,7 +16,11 @@ export const Group = Type.Object(
     group_id: KasmId,
     name: Type.String(),
     description: Type.Union([Type.String(), Type.Null()]),
-    priority: Type.Integer({ minimum: PRIORITY_MIN, maximum: PRIORITY_MAX, description: 'When group settings layer, the lower number wins' }),
+    priority: Type.Integer({
+      minimum: PRIORITY_MIN,
+      maximum: PRIORITY_MAX,
+      description: 'When group settings layer, the lower number wins',
+    }),
     is_system: Type.Boolean({ description: 'true for the default group All Users, which cannot be deleted' }),
   },
   { description: 'A group (Kasm shape)' },
@@ -24,7 +28,9 @@ export const Group = Type.Object(
 export type Group = Static<typeof Group>;
 
 export const GroupResponse = Type.Object({ group: Group });
-export const GroupsResponse = Type.Object({ groups: Type.Array(Group, { description: 'Ordered by priority (ascending), then name' }) });
+export const GroupsResponse = Type.Object({
+  groups: Type.Array(Group, { description: 'Ordered by priority (ascending), then name' }),
+});
 export const EmptyResponse = Type.Object({}, { description: 'Done' });
 
 // Request fields declare only their types, all optional: each operation answers a missing field
@@ -37,11 +43,17 @@ const Priority = Type.Number({
 const Description = Type.String({ description: 'Free text, stored as given' });
 const GroupIdField = Type.Optional(Nullable(IdInput));
 
-const UserTarget = Type.Object({ user_id: Type.Optional(Nullable(IdInput)) }, { description: 'The user: `{user_id}`' });
+const UserTarget = Type.Object(
+  { user_id: Type.Optional(Nullable(IdInput)) },
+  { description: 'The user: `{user_id}`' },
+);
 const GroupIdTarget = Type.Object({ group_id: GroupIdField }, { description: 'The group: `{group_id}`' });
 /** A group named by id or by name (change_user_group): the id wins when both are given. */
 const GroupRefTarget = Type.Object(
-  { group_id: GroupIdField, name: Type.Optional(Nullable(Type.String({ description: 'Exact (case-sensitive) name; trimmed' }))) },
+  {
+    group_id: GroupIdField,
+    name: Type.Optional(Nullable(Type.String({ description: 'Exact (case-sensitive) name; trimmed' }))),
+  },
   { description: 'A group by `group_id` or by `name` (the id wins when both are given)' },
 );
 
@@ -52,7 +64,11 @@ export const GetGroupsBody = OperationBody();
 export const CreateGroupBody = OperationBody({
   target_group: target(
     Type.Object(
-      { name: Type.Optional(Nullable(GroupName)), priority: Type.Optional(Nullable(Priority)), description: Type.Optional(Nullable(Description)) },
+      {
+        name: Type.Optional(Nullable(GroupName)),
+        priority: Type.Optional(Nullable(Priority)),
+        description: Type.Optional(Nullable(Description)),
+      },
       { description: '`name` and `priority` are required' },
     ),
   ),
@@ -77,7 +93,10 @@ export type UpdateGroupBody = Static<typeof UpdateGroupBody>;
 export const DeleteGroupBody = OperationBody({ target_group: target(GroupIdTarget) });
 export type DeleteGroupBody = Static<typeof DeleteGroupBody>;
 
-export const MembershipBody = OperationBody({ target_user: target(UserTarget), target_group: target(GroupIdTarget) });
+export const MembershipBody = OperationBody({
+  target_user: target(UserTarget),
+  target_group: target(GroupIdTarget),
+});
 export type MembershipBody = Static<typeof MembershipBody>;
 
 export const ChangeUserGroupBody = OperationBody({
@@ -89,7 +108,15 @@ export type ChangeUserGroupBody = Static<typeof ChangeUserGroupBody>;
 
 export const GetUsersGroupBody = OperationBody({
   target_group: target(GroupIdTarget),
-  page: Type.Optional(Nullable(Type.Integer({ description: '1-based; without it every member is returned' }))),
-  page_size: Type.Optional(Nullable(Type.Integer({ description: `1..${MAX_PAGE_SIZE}, ${DEFAULT_PAGE_SIZE} when \`page\` is given without it` }))),
+  page: Type.Optional(
+    Nullable(Type.Integer({ description: '1-based; without it every member is returned' })),
+  ),
+  page_size: Type.Optional(
+    Nullable(
+      Type.Integer({
+        description: `1..${MAX_PAGE_SIZE}, ${DEFAULT_PAGE_SIZE} when \`page\` is given without it`,
+      }),
+    ),
+  ),
 });
 export type GetUsersGroupBody = Static<typeof GetUsersGroupBody>;

@@ -1,7 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import type { Kysely } from 'kysely';
 import type { WorkspaceDatabase } from '../db/schema';
-import { checkRegistryDocument, checkWorkspaceEntry, isPlainObject, type RegistryDocument, type WorkspaceEntry } from './registry';
+import {
+  checkRegistryDocument,
+  checkWorkspaceEntry,
+  isPlainObject,
+  type RegistryDocument,
+  type WorkspaceEntry,
+} from './registry';
 import { createImagesRepository } from './repository';
 
 export const REGISTRY_USAGE = `  registry import LIST_JSON     install every valid workspace of a registry list.json (schema 1.0)`;
@@ -21,7 +27,10 @@ export async function readRegistryDocument(path: string): Promise<RegistryDocume
     throw new Error(`${path} is not valid JSON: ${(error as Error).message}`);
   }
   const checked = checkRegistryDocument(parsed);
-  if (!checked.ok) throw new Error(`${path} is not a registry document (schema 1.0 list.json): ${checked.problems.join('; ')}`);
+  if (!checked.ok)
+    throw new Error(
+      `${path} is not a registry document (schema 1.0 list.json): ${checked.problems.join('; ')}`,
+    );
   return checked.value;
 }
 
@@ -35,10 +44,16 @@ export type ImportOutcome =
  * entries), in the document's order: a name that exists, or that an earlier entry of the same
  * document installs, is skipped.
  */
-export async function importWorkspaces(db: Kysely<WorkspaceDatabase>, workspaces: unknown[]): Promise<ImportOutcome[]> {
+export async function importWorkspaces(
+  db: Kysely<WorkspaceDatabase>,
+  workspaces: unknown[],
+): Promise<ImportOutcome[]> {
   const checked = workspaces.map((w, i) => {
     const result = checkWorkspaceEntry(w);
-    const friendly = isPlainObject(w) && typeof w.friendly_name === 'string' && w.friendly_name.trim() ? w.friendly_name : `workspaces[${i}]`;
+    const friendly =
+      isPlainObject(w) && typeof w.friendly_name === 'string' && w.friendly_name.trim()
+        ? w.friendly_name
+        : `workspaces[${i}]`;
     return { result, label: friendly };
   });
   const valid = checked.flatMap(({ result }) => (result.ok ? [result.value] : ([] as WorkspaceEntry[])));
@@ -53,7 +68,12 @@ export async function importWorkspaces(db: Kysely<WorkspaceDatabase>, workspaces
 }
 
 /** `registry import <list.json>`: prints one line per entry and a summary, returns the exit code. */
-export async function registryCommand(db: Kysely<WorkspaceDatabase>, sub: string | undefined, positionals: string[], out: (line: string) => void): Promise<number> {
+export async function registryCommand(
+  db: Kysely<WorkspaceDatabase>,
+  sub: string | undefined,
+  positionals: string[],
+  out: (line: string) => void,
+): Promise<number> {
   if (sub !== 'import' || positionals.length !== 1) throw new Error(`usage:\n${REGISTRY_USAGE}`);
   const [path] = positionals;
   const registry = await readRegistryDocument(path);

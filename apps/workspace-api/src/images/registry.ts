@@ -34,7 +34,10 @@ const MAX_REPOSITORY_LENGTH = 255;
 
 export const NAME_RULE = 'must be an image reference <repository>:<tag>, e.g. kasmweb/desktop:1.16.0';
 
-export type ExecConfig = Partial<Record<(typeof EXEC_HOOKS)[number], { cmd: string; [key: string]: unknown }>> & Record<string, unknown>;
+export type ExecConfig = Partial<
+  Record<(typeof EXEC_HOOKS)[number], { cmd: string; [key: string]: unknown }>
+> &
+  Record<string, unknown>;
 
 /** A valid registry entry, as stored: only the contract's fields, absent optional ones null. */
 export interface WorkspaceEntry {
@@ -62,11 +65,13 @@ export const isPlainObject = (value: unknown): value is Record<string, unknown> 
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isString = (value: unknown): value is string => typeof value === 'string';
-const isNonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+const isNonEmptyString = (value: unknown): value is string =>
+  typeof value === 'string' && value.trim() !== '';
 const isStringList = (value: unknown): value is string[] => Array.isArray(value) && value.every(isString);
 const isCount = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_INTEGER;
-const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+const isAmount = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0;
 
 /** An absolute http(s) URL. */
 export function isHttpUrl(value: unknown): value is string {
@@ -112,9 +117,13 @@ function fieldChecker(entry: Record<string, unknown>) {
 }
 
 const isArchitectureList = (value: unknown): value is Architecture[] =>
-  Array.isArray(value) && value.length > 0 && value.every((a) => (ARCHITECTURES as readonly unknown[]).includes(a));
+  Array.isArray(value) &&
+  value.length > 0 &&
+  value.every((a) => (ARCHITECTURES as readonly unknown[]).includes(a));
 const isCompatibilityList = (value: unknown): value is string[] =>
-  Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' && COMPATIBILITY.test(v));
+  Array.isArray(value) &&
+  value.length > 0 &&
+  value.every((v) => typeof v === 'string' && COMPATIBILITY.test(v));
 
 /** `exec_config`'s own problems (each hook named, e.g. `exec_config.go.cmd must be a string`). */
 function execConfigProblems(config: Record<string, unknown>): string[] {
@@ -135,14 +144,38 @@ export function checkWorkspaceEntry(value: unknown): Checked<WorkspaceEntry> {
   const friendly_name = f.required('friendly_name', isNonEmptyString, 'must be a non-empty string');
   const name = f.required('name', isImageReference, NAME_RULE);
   const description = f.required('description', isString, 'must be a string');
-  const image_src = f.required('image_src', isNonEmptyString, 'must be a non-empty string (the icon file name)');
-  const architecture = f.required('architecture', isArchitectureList, `must be a non-empty list of ${ARCHITECTURES.join(', ')}`);
-  const compatibility = f.required('compatibility', isCompatibilityList, 'must be a list of versions like 1.13.x');
-  const uncompressed_size_mb = f.required('uncompressed_size_mb', isCount, `must be an integer from 0 to ${MAX_INTEGER}`);
+  const image_src = f.required(
+    'image_src',
+    isNonEmptyString,
+    'must be a non-empty string (the icon file name)',
+  );
+  const architecture = f.required(
+    'architecture',
+    isArchitectureList,
+    `must be a non-empty list of ${ARCHITECTURES.join(', ')}`,
+  );
+  const compatibility = f.required(
+    'compatibility',
+    isCompatibilityList,
+    'must be a list of versions like 1.13.x',
+  );
+  const uncompressed_size_mb = f.required(
+    'uncompressed_size_mb',
+    isCount,
+    `must be an integer from 0 to ${MAX_INTEGER}`,
+  );
   const categories = f.optional('categories', isStringList, 'must be a list of strings');
-  const docker_registry = f.optional('docker_registry', isHttpUrl, 'must be an http(s) URL, e.g. https://index.docker.io/v1/');
+  const docker_registry = f.optional(
+    'docker_registry',
+    isHttpUrl,
+    'must be an http(s) URL, e.g. https://index.docker.io/v1/',
+  );
   const run_config = f.optional('run_config', isPlainObject, 'must be an object, e.g. {"hostname": "kasm"}');
-  const exec_config = f.optional('exec_config', isPlainObject, 'must be an object with optional go, assign and first_launch, each {"cmd": "..."}');
+  const exec_config = f.optional(
+    'exec_config',
+    isPlainObject,
+    'must be an object with optional go, assign and first_launch, each {"cmd": "..."}',
+  );
   if (exec_config) f.problems.push(...execConfigProblems(exec_config));
   const notes = f.optional('notes', isString, 'must be a string');
   const cores = f.optional('cores', isAmount, 'must be a number >= 0');
@@ -193,5 +226,14 @@ export function checkRegistryDocument(value: unknown): Checked<RegistryDocument>
   const list_url = f.required('list_url', isHttpUrl, 'must be an http(s) URL');
   const workspaces = f.required('workspaces', (v): v is unknown[] => Array.isArray(v), 'must be a list');
   if (f.problems.length) return { ok: false, problems: f.problems };
-  return { ok: true, value: { name: name!, description: description!, icon: icon!, list_url: list_url!, workspaces: workspaces! } };
+  return {
+    ok: true,
+    value: {
+      name: name!,
+      description: description!,
+      icon: icon!,
+      list_url: list_url!,
+      workspaces: workspaces!,
+    },
+  };
 }

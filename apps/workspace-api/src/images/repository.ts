@@ -16,7 +16,8 @@ export type GroupImageChange = 'done' | 'group-or-image-missing';
 /** Every statement about images (installed workspaces) and group allow-lists. Ids are the database (dashed) form. */
 export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
   /** Images in installation order (then by id), the order every listing uses. */
-  const images = () => db.selectFrom('images').selectAll('images').orderBy('images.created').orderBy('images.id');
+  const images = () =>
+    db.selectFrom('images').selectAll('images').orderBy('images.created').orderBy('images.id');
 
   return {
     list(): Promise<ImageRow[]> {
@@ -58,11 +59,16 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
     },
 
     async groupExists(groupId: string): Promise<boolean> {
-      return (await db.selectFrom('groups').select('id').where('id', '=', groupId).executeTakeFirst()) !== undefined;
+      return (
+        (await db.selectFrom('groups').select('id').where('id', '=', groupId).executeTakeFirst()) !==
+        undefined
+      );
     },
 
     async userExists(userId: string): Promise<boolean> {
-      return (await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst()) !== undefined;
+      return (
+        (await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst()) !== undefined
+      );
     },
 
     /** The images a group may use. */

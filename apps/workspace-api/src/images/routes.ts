@@ -53,7 +53,8 @@ export function toImage(row: ImageRow): Image {
 }
 
 /** A string that names something: absent, null and blank strings do not. */
-const named = (value: string | null | undefined): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value : undefined);
+const named = (value: string | null | undefined): string | undefined =>
+  typeof value === 'string' && value.trim() !== '' ? value : undefined;
 
 const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const images = createImagesRepository(app.database.db);
@@ -74,7 +75,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '/install_workspace',
       {
         config: op.config,
-        schema: { ...op.schema, body: InstallWorkspaceBody, response: { 200: annotate(ImageResponse, { description: 'The installed image' }), ...op.errors } },
+        schema: {
+          ...op.schema,
+          body: InstallWorkspaceBody,
+          response: { 200: annotate(ImageResponse, { description: 'The installed image' }), ...op.errors },
+        },
       },
       async (request) => {
         const workspace = request.body.workspace;
@@ -89,10 +94,22 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   {
-    const op = operation({ permission: 'Images View', writes: false }, 'images', 'List images', 'Every installed image, in installation order.');
+    const op = operation(
+      { permission: 'Images View', writes: false },
+      'images',
+      'List images',
+      'Every installed image, in installation order.',
+    );
     app.post(
       '/get_images',
-      { config: op.config, schema: { ...op.schema, body: GetImagesBody, response: { 200: imagesResponse('Every image'), ...op.errors } } },
+      {
+        config: op.config,
+        schema: {
+          ...op.schema,
+          body: GetImagesBody,
+          response: { 200: imagesResponse('Every image'), ...op.errors },
+        },
+      },
       async () => ({ images: (await images.list()).map(toImage) }),
     );
   }
@@ -109,7 +126,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '/delete_image',
       {
         config: op.config,
-        schema: { ...op.schema, body: DeleteImageBody, response: { 200: EmptyResponse('The image is deleted'), ...op.errors } },
+        schema: {
+          ...op.schema,
+          body: DeleteImageBody,
+          response: { 200: EmptyResponse('The image is deleted'), ...op.errors },
+        },
       },
       async (request) => {
         const raw = named(request.body.target_image?.image_id);
@@ -122,7 +143,10 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   /** The pair an allow-list change names: both ids required, both must exist. */
-  function groupImagePair(body: { target_group?: { group_id?: string | null } | null; target_image?: { image_id?: string | null } | null }) {
+  function groupImagePair(body: {
+    target_group?: { group_id?: string | null } | null;
+    target_image?: { image_id?: string | null } | null;
+  }) {
     const rawGroup = named(body.target_group?.group_id);
     const rawImage = named(body.target_image?.image_id);
     if (rawGroup === undefined || rawImage === undefined) throw new MissingGroupOrImage();
@@ -143,7 +167,14 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     );
     app.post(
       '/add_images_group',
-      { config: op.config, schema: { ...op.schema, body: GroupImageBody, response: { 200: EmptyResponse('The group may use the image'), ...op.errors } } },
+      {
+        config: op.config,
+        schema: {
+          ...op.schema,
+          body: GroupImageBody,
+          response: { 200: EmptyResponse('The group may use the image'), ...op.errors },
+        },
+      },
       async (request) => {
         const { groupId, imageId } = groupImagePair(request.body);
         if ((await images.addToGroup(groupId, imageId)) !== 'done') throw new GroupOrImageMissing();
@@ -165,7 +196,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '/remove_images_group',
       {
         config: op.config,
-        schema: { ...op.schema, body: GroupImageBody, response: { 200: EmptyResponse('The group may no longer use the image'), ...op.errors } },
+        schema: {
+          ...op.schema,
+          body: GroupImageBody,
+          response: { 200: EmptyResponse('The group may no longer use the image'), ...op.errors },
+        },
       },
       async (request) => {
         const { groupId, imageId } = groupImagePair(request.body);
@@ -187,7 +222,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '/get_images_group',
       {
         config: op.config,
-        schema: { ...op.schema, body: GetImagesGroupBody, response: { 200: imagesResponse('The group\u2019s allowed images'), ...op.errors } },
+        schema: {
+          ...op.schema,
+          body: GetImagesGroupBody,
+          response: { 200: imagesResponse('The group\u2019s allowed images'), ...op.errors },
+        },
       },
       async (request) => {
         const raw = named(request.body.target_group?.group_id);
@@ -211,7 +250,11 @@ const imagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       '/get_user_images',
       {
         config: op.config,
-        schema: { ...op.schema, body: GetUserImagesBody, response: { 200: imagesResponse('The user\u2019s images'), ...op.errors } },
+        schema: {
+          ...op.schema,
+          body: GetUserImagesBody,
+          response: { 200: imagesResponse('The user\u2019s images'), ...op.errors },
+        },
       },
       async (request) => {
         const raw = named(request.body.target_user?.user_id);

@@ -6,10 +6,15 @@ import { ARCHITECTURES, COMPATIBILITY_PATTERN, MAX_INTEGER } from './registry';
 
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-const Command = Type.Object({ cmd: Type.String() }, { additionalProperties: true, description: 'A command run in the session container' });
+const Command = Type.Object(
+  { cmd: Type.String() },
+  { additionalProperties: true, description: 'A command run in the session container' },
+);
 
 /** Free-form JSON object (Docker run overrides). */
-const RunConfig = Type.Record(Type.String(), Type.Unknown(), { description: 'Docker run overrides, e.g. `{"hostname": "kasm"}`' });
+const RunConfig = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'Docker run overrides, e.g. `{"hostname": "kasm"}`',
+});
 
 const ExecConfig = Type.Object(
   {
@@ -17,19 +22,27 @@ const ExecConfig = Type.Object(
     assign: Type.Optional(Command),
     first_launch: Type.Optional(Command),
   },
-  { additionalProperties: true, description: 'Commands run on session events; other members are kept as given' },
+  {
+    additionalProperties: true,
+    description: 'Commands run on session events; other members are kept as given',
+  },
 );
 
 /** An installed workspace: the registry entry's fields plus `image_id`, `enabled`, `created`. */
 export const Image = Type.Object(
   {
     image_id: KasmId,
-    name: Type.String({ description: 'Image reference `<repository>:<tag>`; unique', examples: ['kasmweb/chrome:1.16.0'] }),
+    name: Type.String({
+      description: 'Image reference `<repository>:<tag>`; unique',
+      examples: ['kasmweb/chrome:1.16.0'],
+    }),
     friendly_name: Type.String({ examples: ['Chrome'] }),
     description: Type.String(),
     image_src: Type.String({ description: 'Icon file name', examples: ['chrome.png'] }),
     architecture: Type.Array(StringEnum(ARCHITECTURES)),
-    compatibility: Type.Array(Type.String({ pattern: COMPATIBILITY_PATTERN }), { examples: [['1.15.x', '1.16.x']] }),
+    compatibility: Type.Array(Type.String({ pattern: COMPATIBILITY_PATTERN }), {
+      examples: [['1.15.x', '1.16.x']],
+    }),
     uncompressed_size_mb: Type.Integer({ minimum: 0, maximum: MAX_INTEGER }),
     categories: Type.Array(Type.String(), { description: 'Empty when the entry has none' }),
     docker_registry: nullable(Type.String({ examples: ['https://index.docker.io/v1/'] })),
@@ -37,7 +50,9 @@ export const Image = Type.Object(
     exec_config: nullable(ExecConfig),
     notes: nullable(Type.String()),
     cores: nullable(Type.Number({ minimum: 0 })),
-    memory: nullable(Type.Integer({ minimum: 0, description: 'MB (Kasm\u2019s own `get_images` reports bytes)' })),
+    memory: nullable(
+      Type.Integer({ minimum: 0, description: 'MB (Kasm\u2019s own `get_images` reports bytes)' }),
+    ),
     gpu_count: nullable(Type.Integer({ minimum: 0 })),
     enabled: Type.Boolean({ description: 'Always true for an installed workspace' }),
     created: KasmDate,
@@ -62,7 +77,7 @@ export const WORKSPACE_EXAMPLE = {
   categories: ['Browser'],
   docker_registry: 'https://index.docker.io/v1/',
   run_config: { hostname: 'kasm' },
-  exec_config: { go: { cmd: "bash -c '/dockerstartup/custom_startup.sh --go --url \"$KASM_URL\"'" } },
+  exec_config: { go: { cmd: 'bash -c \'/dockerstartup/custom_startup.sh --go --url "$KASM_URL"\'' } },
   cores: 2,
   memory: 2768,
 };
@@ -72,11 +87,18 @@ export const WORKSPACE_EXAMPLE = {
  * field with Kasm's own message; `null` counts as absent.
  */
 const Body = OperationBody;
-const target = <T extends TProperties>(properties: T, description: string) => Type.Optional(Nullable(Type.Object(properties, { description })));
+const target = <T extends TProperties>(properties: T, description: string) =>
+  Type.Optional(Nullable(Type.Object(properties, { description })));
 const Id = (description: string) => Type.Optional(Nullable(annotate(IdInput, { description })));
 
-const TargetImage = target({ image_id: Id('The image (32 hex characters; dashed UUIDs accepted)') }, '`image_id` is required');
-const TargetGroup = target({ group_id: Id('The group (32 hex characters; dashed UUIDs accepted)') }, '`group_id` is required');
+const TargetImage = target(
+  { image_id: Id('The image (32 hex characters; dashed UUIDs accepted)') },
+  '`image_id` is required',
+);
+const TargetGroup = target(
+  { group_id: Id('The group (32 hex characters; dashed UUIDs accepted)') },
+  '`group_id` is required',
+);
 
 export const InstallWorkspaceBody = Body({
   workspace: Type.Optional(
@@ -95,6 +117,9 @@ export const DeleteImageBody = Body({ target_image: TargetImage });
 export const GroupImageBody = Body({ target_group: TargetGroup, target_image: TargetImage });
 export const GetImagesGroupBody = Body({ target_group: TargetGroup });
 export const GetUserImagesBody = Body({
-  target_user: target({ user_id: Id('The user (32 hex characters; dashed UUIDs accepted)') }, '`user_id` is required'),
+  target_user: target(
+    { user_id: Id('The user (32 hex characters; dashed UUIDs accepted)') },
+    '`user_id` is required',
+  ),
 });
 export const GetImagesBody = Type.Optional(OperationBody());

@@ -16,7 +16,9 @@ export const User = Type.Object(
     phone: Type.Union([Type.String(), Type.Null()]),
     notes: Type.Union([Type.String(), Type.Null()]),
     realm: Type.String({ examples: ['local'] }),
-    last_session: Type.Union([KasmDate, Type.Null()], { description: 'null when the user never had a session' }),
+    last_session: Type.Union([KasmDate, Type.Null()], {
+      description: 'null when the user never had a session',
+    }),
     created: KasmDate,
     groups: Type.Array(GroupRef),
   },

@@ -16,7 +16,10 @@ export interface TestDatabase {
  */
 export function testDatabaseUrl(env: NodeJS.ProcessEnv = process.env): string {
   const url = env.DATABASE_URL;
-  if (!url) throw new Error('no DATABASE_URL: run tests through Jest with the workspace preset (its global setup provides the local PostgreSQL)');
+  if (!url)
+    throw new Error(
+      'no DATABASE_URL: run tests through Jest with the workspace preset (its global setup provides the local PostgreSQL)',
+    );
   return url;
 }
 
@@ -57,7 +60,10 @@ export interface CuttableDatabase {
  * A fresh database for one test file behind a TCP proxy the test can cut and restore, for outage
  * tests of a service's whole stack (driver, pool, error path).
  */
-export async function cuttableDatabase(service: string, env: NodeJS.ProcessEnv = process.env): Promise<CuttableDatabase> {
+export async function cuttableDatabase(
+  service: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CuttableDatabase> {
   const fresh = testDatabase(service, env);
   const target = new URL(fresh.config.url);
   const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });

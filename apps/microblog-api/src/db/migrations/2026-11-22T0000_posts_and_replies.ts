@@ -8,11 +8,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('id', 'integer', (c) => c.primaryKey().generatedAlwaysAsIdentity())
     .addColumn('content', 'text', (c) => c.notNull().check(sql`char_length(content) between 1 and 280`))
     .addColumn('quest_topic', 'text', (c) =>
-      c.notNull().check(
-        sql`quest_topic in ('digital_footprint', 'online_safety', 'digital_literacy', 'cyberbullying', 'privacy_security', 'digital_ethics')`,
-      ),
+      c
+        .notNull()
+        .check(
+          sql`quest_topic in ('digital_footprint', 'online_safety', 'digital_literacy', 'cyberbullying', 'privacy_security', 'digital_ethics')`,
+        ),
     )
-    .addColumn('student_name', 'text', (c) => c.notNull().check(sql`char_length(student_name) between 1 and 50`))
+    .addColumn('student_name', 'text', (c) =>
+      c.notNull().check(sql`char_length(student_name) between 1 and 50`),
+    )
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('reply_count', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('like_count', 'integer', (c) => c.notNull().defaultTo(0))

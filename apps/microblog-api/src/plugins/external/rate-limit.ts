@@ -13,7 +13,10 @@ export default fp(
   async function writeRateLimitPlugin(app, { perMinute }: { perMinute: number }) {
     await app.register(rateLimit, { global: false });
     // One hook instance (and so one counter store) used by all write routes.
-    app.decorate('writeRateLimit', app.rateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (req) => req.ip }));
+    app.decorate(
+      'writeRateLimit',
+      app.rateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (req) => req.ip }),
+    );
   },
   { name: 'write-rate-limit' },
 );

@@ -18,7 +18,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Follower lists are ordered and paged by username; logins look names and addresses up.
   await db.schema.createIndex('users_username_key').unique().on('users').column('username').execute();
   // Addresses are unique whatever their case (logins by address ignore case too).
-  await db.schema.createIndex('users_email_key').unique().on('users').expression(sql`lower(email)`).execute();
+  await db.schema
+    .createIndex('users_email_key')
+    .unique()
+    .on('users')
+    .expression(sql`lower(email)`)
+    .execute();
 
   await db.schema
     .createTable('posts')
@@ -28,8 +33,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('user_id', 'integer', (c) => c.notNull().references('users.id').onDelete('cascade'))
     .execute();
   // Newest-first pages of all posts, of one author, and of the feed (one author set, merged).
-  await db.schema.createIndex('posts_timestamp_idx').on('posts').columns(['timestamp desc', 'id desc']).execute();
-  await db.schema.createIndex('posts_user_timestamp_idx').on('posts').columns(['user_id', 'timestamp desc', 'id desc']).execute();
+  await db.schema
+    .createIndex('posts_timestamp_idx')
+    .on('posts')
+    .columns(['timestamp desc', 'id desc'])
+    .execute();
+  await db.schema
+    .createIndex('posts_user_timestamp_idx')
+    .on('posts')
+    .columns(['user_id', 'timestamp desc', 'id desc'])
+    .execute();
 
   await db.schema
     .createTable('followers')
@@ -38,7 +51,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('followers_pkey', ['follower_id', 'followed_id'])
     .execute();
   // The primary key serves "whom X follows" (and the feed); this serves "who follows X".
-  await db.schema.createIndex('followers_followed_idx').on('followers').columns(['followed_id', 'follower_id']).execute();
+  await db.schema
+    .createIndex('followers_followed_idx')
+    .on('followers')
+    .columns(['followed_id', 'follower_id'])
+    .execute();
 
   await db.schema
     .createTable('tokens')
@@ -50,7 +67,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('refresh_expiration', 'timestamptz', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('tokens_user_idx').on('tokens').column('user_id').execute();
-  await db.schema.createIndex('tokens_refresh_expiration_idx').on('tokens').column('refresh_expiration').execute();
+  await db.schema
+    .createIndex('tokens_refresh_expiration_idx')
+    .on('tokens')
+    .column('refresh_expiration')
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -9,7 +9,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('state', 'text', (c) => c.primaryKey())
     .addColumn('expires', 'timestamptz', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('spent_oauth2_states_expires_idx').on('spent_oauth2_states').column('expires').execute();
+  await db.schema
+    .createIndex('spent_oauth2_states_expires_idx')
+    .on('spent_oauth2_states')
+    .column('expires')
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

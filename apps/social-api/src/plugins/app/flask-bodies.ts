@@ -19,7 +19,10 @@ export default fp(
     });
     app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
       if ((body as Buffer).length === 0) return done(null, undefined);
-      return done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type'] ?? ''), undefined);
+      return done(
+        new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type'] ?? ''),
+        undefined,
+      );
     });
     app.addHook('onRoute', (route) => {
       if (!route.schema?.body) return;

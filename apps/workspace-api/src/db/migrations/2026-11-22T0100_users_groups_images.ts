@@ -56,7 +56,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created', 'timestamptz', created)
     .addPrimaryKeyConstraint('user_groups_pkey', ['user_id', 'group_id'])
     .execute();
-  await db.schema.createIndex('user_groups_group_idx').on('user_groups').columns(['group_id', 'user_id']).execute();
+  await db.schema
+    .createIndex('user_groups_group_idx')
+    .on('user_groups')
+    .columns(['group_id', 'user_id'])
+    .execute();
 
   await db.schema
     .createTable('images')
@@ -91,10 +95,17 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Kasm's default group, with its fixed id: every user joins it, it cannot be deleted.
   await db
     .insertInto('groups')
-    .values({ id: '68d557ac-4cac-42cc-a9f3-1c7c853de0f3', name: 'All Users', description: 'Default group for all users', priority: 4095, is_system: true })
+    .values({
+      id: '68d557ac-4cac-42cc-a9f3-1c7c853de0f3',
+      name: 'All Users',
+      description: 'Default group for all users',
+      priority: 4095,
+      is_system: true,
+    })
     .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['group_images', 'images', 'user_groups', 'groups', 'users', 'api_keys']) await db.schema.dropTable(table).execute();
+  for (const table of ['group_images', 'images', 'user_groups', 'groups', 'users', 'api_keys'])
+    await db.schema.dropTable(table).execute();
 }
