@@ -1,10 +1,10 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Database } from '@platform/db';
-import { isDatabaseUnavailable } from '@platform/db';
-import { databasePlugin, platform, problemDetailsDialect, serverOptions } from '@platform/http-kit';
+import { createServiceApp } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { MicroblogDatabase } from './db/schema';
 import { migrations } from './db/migrations';
+import { problemDetailsDialect } from './errors';
 import writeRateLimit from './plugins/external/rate-limit';
 import panelRoutes from './panel/routes';
 import postsRoutes from './posts/routes';
@@ -12,6 +12,7 @@ import postsRoutes from './posts/routes';
 declare module 'fastify' {
   interface FastifyInstance {
     database: Database<MicroblogDatabase>;
+    config: Config;
   }
 }
 
@@ -32,20 +33,14 @@ Choices where the contract is silent: a \`post_id\` that is well-formed but beyo
 
 /** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
-  const app = Fastify(
-    serverOptions({
-      logLevel: config.logLevel,
-      logFormat: config.logFormat,
-      bodyLimit: BODY_LIMIT,
-      trustProxy: config.trustProxy,
-    }),
-  );
-
-  await app.register(platform, {
-    dialect: problemDetailsDialect,
-    isUnavailable: isDatabaseUnavailable,
-    readiness: () => app.database.ping(),
+  const app = await createServiceApp({
+    config,
     bodyLimit: BODY_LIMIT,
+    dialect: problemDetailsDialect,
+    // Bodies are JSON objects; an empty body on a POST is a 400.
+    requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'reject' },
+    migrations,
+    database: deps.database,
     docs: {
       title: 'microblog-api',
       description: DESCRIPTION,
@@ -63,12 +58,6 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     },
   });
   await app.register(writeRateLimit, { perMinute: config.writeRateLimit });
-  await app.register(databasePlugin, {
-    config: config.database,
-    migrateOnStart: config.migrateOnStart,
-    migrations,
-    database: deps.database,
-  });
 
   await app.register(panelRoutes);
   await app.register(postsRoutes, { prefix: '/api' });

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '@platform/db';
-import { testDatabase } from '@platform/db/testing';
+import { freePort, testDatabase } from '@platform/db/testing';
 import type { MicroblogDatabase } from '../src/db/schema';
 
 const run = promisify(execFile);
@@ -61,6 +61,30 @@ describe('microblog-api command line', () => {
     await expect(cli('frobnicate')).rejects.toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/usage: microblog-api/),
+    });
+  }, 60_000);
+
+  test('an argument is checked before the database opens: a database that refuses changes nothing', async () => {
+    const refusing = `postgres://postgres@127.0.0.1:${await freePort()}/postgres`;
+    const seed = (...args: string[]) =>
+      run(TSX, ['--conditions=@platform/source', 'src/cli.ts', 'seed', ...args], {
+        cwd: APP_DIR,
+        env: { ...env, DATABASE_URL: refusing },
+      });
+    await expect(seed('--posts=-3')).rejects.toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: '--posts must be a positive integer\n',
+    });
+    await expect(seed('--pots=3')).rejects.toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/^seed: Unknown option '--pots'.*\nusage: microblog-api/s),
+    });
+    // The same database is really refused once the arguments are good.
+    await expect(seed('--posts=3')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/ECONNREFUSED/),
     });
   }, 60_000);
 });

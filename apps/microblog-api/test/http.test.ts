@@ -3,6 +3,7 @@
  * CORS (preflight and simple requests, restricted origins), the OpenAPI document and /docs,
  * /healthz, /readyz, /metrics and request ids.
  */
+import { buildTestApp } from './support/app';
 import { startTestServer, type TestServer } from './support/server';
 
 const ALLOWED_ORIGIN = 'http://localhost:4500';
@@ -362,4 +363,17 @@ describe('request ids (x-request-id)', () => {
     expect(res.status).toBe(201);
     expect(res.headers.get('x-request-id')).toBe('write-1');
   });
+});
+
+describe("the OpenAPI document's error components", () => {
+  test("are this service's only: ProblemDetails and FieldError, no other service's error body", async () => {
+    const t = await buildTestApp();
+    try {
+      const schemas = Object.keys((await t.app.inject('/docs/json')).json().components.schemas);
+      expect(schemas).toEqual(expect.arrayContaining(['ProblemDetails', 'FieldError']));
+      for (const other of ['KasmError', 'SocialError']) expect(schemas).not.toContain(other);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
 });

@@ -1,19 +1,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import { testDatabase } from '@platform/db/testing';
+import { freePort, testDatabase } from '@platform/db/testing';
 
 const APP_DIR = resolve(__dirname, '..');
 const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /**
  * The real entry point (`src/main.ts`) in its own process: SIGTERM lets a request that is still

@@ -1,12 +1,12 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { isDatabaseUnavailable, type Database } from '@platform/db';
-import { databasePlugin, platform, serverOptions, socialDialect } from '@platform/http-kit';
+import type { Database } from '@platform/db';
+import { createServiceApp } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { SocialDatabase } from './db/schema';
 import { migrations } from './db/migrations';
+import { socialDialect } from './errors';
 import cookies from './plugins/external/cookie';
-import flaskBodies from './plugins/app/flask-bodies';
 import auth from './plugins/app/auth';
 import { Pagination } from './pagination';
 import { User } from './users/schemas';
@@ -54,23 +54,25 @@ works once and ends every session of its user; OAuth2 usernames get a number suf
 
 /** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
-  const app = Fastify(
-    serverOptions({
-      logLevel: config.logLevel,
-      logFormat: config.logFormat,
-      bodyLimit: BODY_LIMIT,
-      trustProxy: config.trustProxy,
-    }),
-  );
-  app.decorate('config', config);
-  app.decorate('clock', deps.clock ?? (() => new Date()));
-  app.decorate('passwords', createPasswords(config.argon2));
-
-  await app.register(platform, {
-    dialect: socialDialect,
-    isUnavailable: isDatabaseUnavailable,
-    readiness: () => app.database.ping(),
+  const app = await createServiceApp({
+    config,
     bodyLimit: BODY_LIMIT,
+    dialect: socialDialect,
+    // Bodies as the Flask backend reads them: an empty body (the React client sends
+    // `Content-Type: application/json` with no body on follow, unfollow and logout) is no body, and a
+    // route that takes a body then validates `{}` (so required fields say "Missing data for required
+    // field." instead of a type error). Malformed JSON stays a 400 without `errors`. An empty body of
+    // any other type is no body too (`fetch` sends `text/plain` with `body: ''`); content in any other
+    // type is a 415.
+    requestRules: {
+      trim: true,
+      rejectNul: true,
+      jsonOnly: true,
+      emptyBody: 'as-empty-object',
+      blankBodyIsEmpty: true,
+    },
+    migrations,
+    database: deps.database,
     docs: {
       title: 'Microblog API',
       description: DESCRIPTION,
@@ -108,15 +110,10 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         }
       : { origins: [] },
   });
+  app.decorate('clock', deps.clock ?? (() => new Date()));
+  app.decorate('passwords', createPasswords(config.argon2));
   for (const schema of [User, Post, TokenPair, Pagination]) app.addSchema(schema);
-  await app.register(databasePlugin, {
-    config: config.database,
-    migrateOnStart: config.migrateOnStart,
-    migrations,
-    database: deps.database,
-  });
   await app.register(cookies);
-  await app.register(flaskBodies);
   await app.register(auth);
 
   app.get(

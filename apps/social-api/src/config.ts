@@ -1,6 +1,6 @@
-import { Type } from '@sinclair/typebox';
-import { parseEnv } from '@platform/schema';
-import { EnvFlag, isOn, serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
+import { Type, type Static } from '@sinclair/typebox';
+import { EnvFlag, parseEnv } from '@platform/schema';
+import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
 
 export const DEFAULT_SECRET_KEY = 'top-secret!';
 
@@ -56,14 +56,26 @@ export const OAuth2ProviderSchema = Type.Object({
   scopes: Type.Array(Type.String(), { default: [] }),
 });
 
-export interface OAuth2Provider {
-  clientId: string;
-  clientSecret: string;
-  authorizeUrl: string;
-  accessTokenUrl: string;
-  userinfoUrl: string;
-  scopes: string[];
-}
+export type OAuth2Provider = Static<typeof OAuth2ProviderSchema>;
+
+/** The providers the Flask backend knows, by name: each is on when its client id is set. */
+const BUILT_IN_OAUTH2_ENDPOINTS: Record<
+  'github' | 'google',
+  Omit<OAuth2Provider, 'client_id' | 'client_secret'>
+> = {
+  github: {
+    authorize_url: 'https://github.com/login/oauth/authorize',
+    access_token_url: 'https://github.com/login/oauth/access_token',
+    userinfo_url: 'https://api.github.com/user/emails',
+    scopes: ['user:email'],
+  },
+  google: {
+    authorize_url: 'https://accounts.google.com/o/oauth2/auth',
+    access_token_url: 'https://accounts.google.com/o/oauth2/token',
+    userinfo_url: 'https://www.googleapis.com/oauth2/v3/userinfo',
+    scopes: ['https://www.googleapis.com/auth/userinfo.email'],
+  },
+};
 
 export interface Config extends ServiceConfig {
   mode: 'development' | 'production' | 'test';
@@ -95,25 +107,17 @@ export const BODY_LIMIT = 64 * 1024;
 
 function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Record<string, OAuth2Provider> {
   const providers: Record<string, OAuth2Provider> = {};
-  if (e.GITHUB_CLIENT_ID) {
-    providers.github = {
-      clientId: e.GITHUB_CLIENT_ID,
-      clientSecret: e.GITHUB_CLIENT_SECRET ?? '',
-      authorizeUrl: 'https://github.com/login/oauth/authorize',
-      accessTokenUrl: 'https://github.com/login/oauth/access_token',
-      userinfoUrl: 'https://api.github.com/user/emails',
-      scopes: ['user:email'],
-    };
-  }
-  if (e.GOOGLE_CLIENT_ID) {
-    providers.google = {
-      clientId: e.GOOGLE_CLIENT_ID,
-      clientSecret: e.GOOGLE_CLIENT_SECRET ?? '',
-      authorizeUrl: 'https://accounts.google.com/o/oauth2/auth',
-      accessTokenUrl: 'https://accounts.google.com/o/oauth2/token',
-      userinfoUrl: 'https://www.googleapis.com/oauth2/v3/userinfo',
-      scopes: ['https://www.googleapis.com/auth/userinfo.email'],
-    };
+  const builtIn = [
+    ['github', e.GITHUB_CLIENT_ID, e.GITHUB_CLIENT_SECRET],
+    ['google', e.GOOGLE_CLIENT_ID, e.GOOGLE_CLIENT_SECRET],
+  ] as const;
+  for (const [name, clientId, clientSecret] of builtIn) {
+    if (clientId)
+      providers[name] = {
+        client_id: clientId,
+        client_secret: clientSecret ?? '',
+        ...BUILT_IN_OAUTH2_ENDPOINTS[name],
+      };
   }
   if (e.OAUTH2_PROVIDERS) {
     let extra: unknown;
@@ -127,18 +131,10 @@ function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Reco
     for (const [name, raw] of Object.entries(extra)) {
       if (!/^[a-z0-9_-]{1,32}$/.test(name))
         throw new Error(`invalid configuration:\n  OAUTH2_PROVIDERS: bad provider name "${name}"`);
-      const p = parseEnv(
+      providers[name] = parseEnv(
         OAuth2ProviderSchema,
         Object.fromEntries(Object.entries(raw as object).map(([k, v]) => [k, v])) as never,
       );
-      providers[name] = {
-        clientId: p.client_id,
-        clientSecret: p.client_secret,
-        authorizeUrl: p.authorize_url,
-        accessTokenUrl: p.access_token_url,
-        userinfoUrl: p.userinfo_url,
-        scopes: p.scopes,
-      };
     }
   }
   return providers;
@@ -152,10 +148,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'invalid configuration:\n  SECRET_KEY: set a secret of your own in production (the default is public)',
     );
   }
-  const disableAuth = isOn(e.DISABLE_AUTH);
+  const disableAuth = e.DISABLE_AUTH;
   if (mode === 'production' && disableAuth)
     throw new Error('invalid configuration:\n  DISABLE_AUTH: development only, refused in production');
-  const useCors = isOn(e.USE_CORS);
+  const useCors = e.USE_CORS;
   const development = mode !== 'production';
   return {
     ...serviceConfig(e),
@@ -168,8 +164,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     resetTokenMs: e.RESET_TOKEN_MINUTES * 60_000,
     passwordResetUrl: e.PASSWORD_RESET_URL,
     useCors,
-    refreshTokenInCookie: isOn(e.REFRESH_TOKEN_IN_COOKIE),
-    refreshTokenInBody: isOn(e.REFRESH_TOKEN_IN_BODY),
+    refreshTokenInCookie: e.REFRESH_TOKEN_IN_COOKIE,
+    refreshTokenInBody: e.REFRESH_TOKEN_IN_BODY,
     cookie: {
       secure: !development,
       sameSite: !useCors ? 'strict' : development ? 'lax' : 'none',
@@ -177,7 +173,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mail: {
       server: e.MAIL_SERVER,
       port: e.MAIL_PORT,
-      useTls: isOn(e.MAIL_USE_TLS),
+      useTls: e.MAIL_USE_TLS,
       username: e.MAIL_USERNAME,
       password: e.MAIL_PASSWORD,
       sender: e.MAIL_DEFAULT_SENDER,

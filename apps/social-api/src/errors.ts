@@ -1,4 +1,12 @@
-import { createError } from '@platform/http-kit';
+import { Type, type Static } from '@sinclair/typebox';
+import { validationMessageOf, type FieldError } from '@platform/schema';
+import {
+  createError,
+  reasonPhrase,
+  type AjvError,
+  type ErrorDialect,
+  type ValidationLocation,
+} from '@platform/http-kit';
 
 /**
  * Every error social-api raises itself. Descriptions are werkzeug's standard texts, as the Flask
@@ -36,3 +44,143 @@ export const Conflict = E(
 /** The `WWW-Authenticate` challenges: Bearer for token endpoints, `Form` (no browser prompt) for logins. */
 export const BEARER_CHALLENGE = 'Bearer realm="Authentication Required"';
 export const FORM_CHALLENGE = 'Form';
+
+/** The Flask backend's error body: `{code, message, description}`, plus `errors` on validation failures. */
+export const SocialError = Type.Object(
+  {
+    code: Type.Integer({ examples: [400] }),
+    message: Type.String({
+      description: 'The HTTP reason phrase, or "Validation Error"',
+      examples: ['Validation Error'],
+    }),
+    description: Type.String({
+      examples: ['The server found one or more errors in the information that you sent.'],
+    }),
+    errors: Type.Optional(
+      Type.Record(Type.String(), Type.Record(Type.String(), Type.Array(Type.String())), {
+        description: 'Validation messages keyed by location (`json`, `query`) then field',
+      }),
+    ),
+  },
+  { $id: 'SocialError', description: 'Flask microblog-api compatible error body' },
+);
+export type SocialError = Static<typeof SocialError>;
+
+/** Where webargs says a validation failure was found. */
+const LOCATIONS: Record<ValidationLocation, string> = {
+  body: 'json',
+  querystring: 'query',
+  params: 'path',
+  headers: 'headers',
+};
+
+const MARSHMALLOW_TYPES: Record<string, string> = {
+  string: 'Not a valid string.',
+  integer: 'Not a valid integer.',
+  number: 'Not a valid number.',
+  boolean: 'Not a valid boolean.',
+  array: 'Not a valid list.',
+  object: 'Invalid input type.',
+};
+const MARSHMALLOW_FORMATS: Record<string, string> = {
+  email: 'Not a valid email address.',
+  'date-time': 'Not a valid datetime.',
+  date: 'Not a valid date.',
+  uri: 'Not a valid URL.',
+};
+
+/** marshmallow's wording of one schema failure, as the Flask backend's clients display it. */
+function marshmallowMessage(e: AjvError): string {
+  const s = e.parentSchema ?? {};
+  const custom = validationMessageOf(s);
+  switch (e.keyword) {
+    case 'required':
+      return 'Missing data for required field.';
+    case 'additionalProperties':
+      return 'Unknown field.';
+    case 'type':
+      return e.data === null
+        ? 'Field may not be null.'
+        : (MARSHMALLOW_TYPES[String([e.params.type].flat()[0])] ?? 'Invalid value.');
+    case 'minLength':
+    case 'maxLength':
+      if (custom) return custom;
+      if (typeof s.minLength === 'number' && typeof s.maxLength === 'number')
+        return `Length must be between ${s.minLength} and ${s.maxLength}.`;
+      return e.keyword === 'minLength'
+        ? `Shorter than minimum length ${String(e.params.limit)}.`
+        : `Longer than maximum length ${String(e.params.limit)}.`;
+    case 'format':
+      return custom ?? MARSHMALLOW_FORMATS[String(e.params.format)] ?? 'Not a valid value.';
+    case 'minimum':
+    case 'maximum':
+      if (custom) return custom;
+      if (typeof s.minimum === 'number' && typeof s.maximum === 'number') {
+        return `Must be greater than or equal to ${s.minimum} and less than or equal to ${s.maximum}.`;
+      }
+      return e.keyword === 'minimum'
+        ? `Must be greater than or equal to ${String(e.params.limit)}.`
+        : `Must be less than or equal to ${String(e.params.limit)}.`;
+    case 'enum':
+      return custom ?? `Must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}.`;
+    case 'pattern':
+      return custom ?? 'String does not match expected pattern.';
+    default:
+      return custom ?? 'Invalid value.';
+  }
+}
+
+/**
+ * Schema failures worded as marshmallow/webargs word them: one list of messages per field, keyed by
+ * the bare field name (`username`), `_schema` for the whole body or query string.
+ */
+export function describeMarshmallow(errors: AjvError[], _location: ValidationLocation): FieldError[] {
+  const byField = new Map<string, AjvError[]>();
+  for (const e of errors) {
+    const segments = e.instancePath.split('/').slice(1);
+    if (e.keyword === 'required') segments.push(String(e.params.missingProperty));
+    if (e.keyword === 'additionalProperties') segments.push(String(e.params.additionalProperty));
+    const field = segments.length ? segments.join('.') : '_schema';
+    byField.set(field, [...(byField.get(field) ?? []), e]);
+  }
+  const out: FieldError[] = [];
+  for (const [field, group] of byField) {
+    // A union with its own message speaks for all of its branches' failures.
+    const union = group.find(
+      (e) =>
+        (e.keyword === 'anyOf' || e.keyword === 'oneOf') && validationMessageOf(e.parentSchema) !== undefined,
+    );
+    // Rules in an `allOf` play marshmallow's `@validates` hooks: they speak only when the field's own rules passed.
+    const own = group.filter((e) => !e.schemaPath?.includes('/allOf/'));
+    const relevant = own.length ? own : group;
+    const messages = union
+      ? [validationMessageOf(union.parentSchema)!]
+      : relevant
+          .filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
+          .map(marshmallowMessage);
+    for (const message of new Set(messages)) out.push({ field, message });
+  }
+  return out;
+}
+
+/**
+ * The service's error wire format, the Flask backend's: werkzeug's `{code, message, description}`,
+ * and on validation failures webargs' `errors.<location>.<field>` lists in marshmallow's wording.
+ */
+export const socialDialect: ErrorDialect = {
+  schemaRef: 'SocialError',
+  schemas: [SocialError],
+  contentType: 'application/json; charset=utf-8',
+  body: (p): SocialError => {
+    if (!p.fields) return { code: p.status, message: reasonPhrase(p.status), description: p.detail };
+    const byField: Record<string, string[]> = {};
+    for (const f of p.fields) (byField[f.field] ??= []).push(f.message);
+    return {
+      code: p.status,
+      message: 'Validation Error',
+      description: 'The server found one or more errors in the information that you sent.',
+      errors: { [LOCATIONS[p.location ?? 'body']]: byField },
+    };
+  },
+  describeValidation: describeMarshmallow,
+};

@@ -1,7 +1,8 @@
+import type { FastifySchema, onRequestHookHandler } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { MAX_ID } from '@platform/schema';
-import { errorResponses, socialDialect } from '@platform/http-kit';
-import { NotFound } from './errors';
+import { errorResponses } from '@platform/http-kit';
+import { NotFound, socialDialect } from './errors';
 
 /** OpenAPI error responses in the service's error format (every route can meet 500 and 503). */
 export const errors = (...statuses: number[]) =>
@@ -16,6 +17,20 @@ export const NoContent = Type.Unsafe<void>({ type: 'null', description: 'No body
 /** The OpenAPI security requirement of token endpoints (the scheme is declared in app.ts). */
 export const bearerSecurity = [{ api_key: [] }];
 export const basicSecurity = [{ basic_auth: [] }];
+
+/**
+ * Route options of one feature: its OpenAPI tag on every route; a `token` route also gets the
+ * bearer check and the security requirement that documents it, never one without the other.
+ */
+export function routeOptions(tag: string, requireToken: onRequestHookHandler) {
+  return {
+    open: <S extends FastifySchema>(schema: S) => ({ schema: { tags: [tag], ...schema } }),
+    token: <S extends FastifySchema>(schema: S) => ({
+      onRequest: requireToken,
+      schema: { tags: [tag], security: bearerSecurity, ...schema },
+    }),
+  };
+}
 
 /** A path id as Flask's `<int:id>` reads it: digits only, else the route does not exist (404). */
 export function parseId(text: string): number {

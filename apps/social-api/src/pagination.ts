@@ -60,7 +60,7 @@ const schemaError = (message: string) =>
  * offset at or past a non-empty collection's end is a plain 400. `parseCursor` turns `after`
  * into the collection's sort key (absent: the collection takes no cursor, a plain 400).
  */
-export function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) => C): PageRequest<C> {
+function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) => C): PageRequest<C> {
   if (query.offset !== undefined && query.after !== undefined)
     throw schemaError('Cannot specify both offset and after');
   const limit = Math.min(query.limit ?? MAX_LIMIT, MAX_LIMIT);
@@ -74,7 +74,7 @@ export function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) =
   return { mode: 'offset', limit, offset };
 }
 
-export async function paginate<T, R, C>(
+async function paginate<T, R, C>(
   request: PageRequest<C>,
   source: PageSource<T, C>,
   serialize: (item: T) => R,
@@ -92,6 +92,15 @@ export async function paginate<T, R, C>(
     data: items.map(serialize),
   };
 }
+
+/**
+ * How a collection's routes answer: one page as the query asks for it, the items in their wire
+ * form. `parseCursor` reads `after` (absent: the collection takes no cursor, `after` is a 400).
+ */
+export const collection =
+  <T, R, C = never>(serialize: (item: T) => R, parseCursor?: (after: string) => C) =>
+  (query: PageQuery, source: PageSource<T, C>) =>
+    paginate(pageRequest(query, parseCursor), source, serialize);
 
 const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$/i;
 

@@ -1,12 +1,11 @@
 import { execFile, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { faker } from '@faker-js/faker';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest, openDatabase } from '@platform/db';
-import { testDatabase } from '@platform/db/testing';
+import { freePort, testDatabase } from '@platform/db/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
@@ -19,14 +18,6 @@ const APP_DIR = resolve(__dirname, '..');
 const CLI = ['--conditions=@platform/source', '--import', 'tsx', 'src/cli.ts'];
 /** The email check the API's `format: "email"` applies (Fastify's ajv-formats, full mode). */
 const EMAIL = fullFormats.email as RegExp;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 /**
  * The real command line in a child process, pointed at a fresh database: a new schema of the test

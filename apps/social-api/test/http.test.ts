@@ -792,3 +792,16 @@ describe('operator endpoints', () => {
     expect(JSON.parse(res.text)).toEqual({ status: 'ready' });
   });
 });
+
+describe("the OpenAPI document's error components", () => {
+  test("are this service's only: SocialError, no other service's error body", async () => {
+    const t = await buildTestApp();
+    try {
+      const schemas = Object.keys((await t.app.inject('/docs/json')).json().components.schemas);
+      expect(schemas).toContain('SocialError');
+      for (const other of ['ProblemDetails', 'FieldError', 'KasmError']) expect(schemas).not.toContain(other);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+});

@@ -5,9 +5,10 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
+import { freePort } from '@platform/db/testing';
 import { buildApp } from '../src/app';
 import { buildTestApp, type TestApp } from './support/app';
 
@@ -120,15 +121,6 @@ async function startFakeProvider(): Promise<FakeProvider> {
   };
 }
 
-/** A TCP port nobody listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createTcpServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 /** `name=value` of a Set-Cookie header, as a browser would send it back. */
 function setCookie(
   response: LightMyRequestResponse,
@@ -154,7 +146,7 @@ describe('OAuth2 login', () => {
 
   beforeAll(async () => {
     provider = await startFakeProvider();
-    const down = `http://127.0.0.1:${await closedPort()}`;
+    const down = `http://127.0.0.1:${await freePort()}`;
     const entry = (client: { id: string; secret: string }, base: string, scopes: string[]) => ({
       client_id: client.id,
       client_secret: client.secret,

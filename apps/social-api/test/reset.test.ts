@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SMTPServer } from 'smtp-server';
 import { sql } from 'kysely';
-import { testDatabase } from '@platform/db/testing';
+import { freePort, testDatabase } from '@platform/db/testing';
 import { createJwt, passwordFingerprint } from '../src/tokens/jwt';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
 
@@ -104,15 +104,6 @@ async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-/** A TCP port nobody listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 const tokenFromLink = (text: string): string => {
@@ -427,7 +418,7 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
   });
 
   test('the reset mail (with a working link) is written to the log as JSON', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

@@ -1,9 +1,10 @@
-import Fastify, { type FastifyInstance } from 'fastify';
-import { isDatabaseUnavailable, type Database } from '@platform/db';
-import { databasePlugin, kasmDialect, platform, serverOptions } from '@platform/http-kit';
+import type { FastifyInstance } from 'fastify';
+import type { Database } from '@platform/db';
+import { createServiceApp } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { WorkspaceDatabase } from './db/schema';
 import { migrations } from './db/migrations';
+import { kasmDialect } from './errors';
 import apiKeyAuth from './auth/plugin';
 import { createApiKeysRepository } from './auth/repository';
 import authRoutes from './auth/routes';
@@ -37,22 +38,16 @@ while a string that is not a UUID is answered like an unknown id.`;
 
 /** Builds the service (not listening): the same instance `main.ts` serves and tests inject into. */
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
-  const app = Fastify(
-    serverOptions({
-      logLevel: config.logLevel,
-      logFormat: config.logFormat,
-      bodyLimit: BODY_LIMIT,
-      trustProxy: config.trustProxy,
-    }),
-  );
-  app.decorate('config', config);
-
-  await app.register(platform, {
-    dialect: kasmDialect,
-    isUnavailable: isDatabaseUnavailable,
-    readiness: () => app.database.ping(),
+  const app = await createServiceApp({
+    config,
     bodyLimit: BODY_LIMIT,
+    dialect: kasmDialect,
+    // A POST without a body (credentials in the headers only) is an empty operation body; an empty
+    // JSON body is still a 400.
+    requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'as-empty-object' },
     notFoundDetail: 'Not Found',
+    migrations,
+    database: deps.database,
     docs: {
       title: 'workspace-api',
       description: DESCRIPTION,
@@ -77,12 +72,6 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       methods: ['GET', 'POST'],
       allowedHeaders: ['content-type', 'api-key', 'api-key-secret'],
     },
-  });
-  await app.register(databasePlugin, {
-    config: config.database,
-    migrateOnStart: config.migrateOnStart,
-    migrations,
-    database: deps.database,
   });
   if (config.bootstrapKey) {
     await createApiKeysRepository(app.database.db).ensureBootstrap(

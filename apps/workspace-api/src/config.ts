@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { parseEnv } from '@platform/schema';
-import { EnvFlag, isOn, serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
+import { EnvFlag, parseEnv } from '@platform/schema';
+import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
 
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
@@ -29,7 +29,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       e.BOOTSTRAP_API_KEY && e.BOOTSTRAP_API_KEY_SECRET
         ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
         : undefined,
-    enforcePasswordRulesOnCreate: isOn(e.ENFORCE_PASSWORD_RULES_ON_CREATE),
+    enforcePasswordRulesOnCreate: e.ENFORCE_PASSWORD_RULES_ON_CREATE,
     argon2: { memoryCost: e.ARGON2_MEMORY_KIB, timeCost: e.ARGON2_TIME_COST },
   };
 }

@@ -1,4 +1,5 @@
-import { createError } from '@platform/http-kit';
+import { Type, type Static } from '@sinclair/typebox';
+import { createError, type ErrorDialect } from '@platform/http-kit';
 
 /**
  * Every error workspace-api answers, with Kasm's exact wording (clients match on it). Kasm uses
@@ -43,3 +44,18 @@ export const ImageExists = E<[string]>('IMAGE_EXISTS', 'Image (%s) already exist
 export const InvalidWorkspace = E<[string]>('INVALID_WORKSPACE', 'Invalid workspace: %s');
 export const MissingGroupOrImage = E('MISSING_GROUP_OR_IMAGE', 'Invalid request, missing group or image id');
 export const GroupOrImageMissing = E('GROUP_OR_IMAGE_MISSING', 'Group or image does not exist');
+
+/** Kasm Workspaces' error body: one sentence, whatever went wrong. */
+export const KasmError = Type.Object(
+  { error_message: Type.String({ examples: ['Access Denied'] }) },
+  { $id: 'KasmError', description: 'Kasm-compatible error body' },
+);
+export type KasmError = Static<typeof KasmError>;
+
+/** The service's error wire format: Kasm's `{"error_message"}`, validation failures joined in one sentence. */
+export const kasmDialect: ErrorDialect = {
+  schemaRef: 'KasmError',
+  schemas: [KasmError],
+  contentType: 'application/json; charset=utf-8',
+  body: (p): KasmError => ({ error_message: p.detail }),
+};

@@ -5,8 +5,9 @@ import { argon2id, hash } from 'argon2';
 import type { Kysely } from 'kysely';
 import type { Config } from './config';
 import type { NewUser, WorkspaceDatabase } from './db/schema';
-import { importWorkspaces, readRegistryDocument } from './images/cli';
+import { readRegistryDocument } from './images/cli';
 import { createImagesRepository } from './images/repository';
+import { createImagesService } from './images/service';
 import { ALL_USERS_GROUP_ID, cut64 } from './kasm/wire';
 import { seedRepository } from './seed-repository';
 
@@ -17,6 +18,11 @@ export const SEED_USAGE = `  seed [--users=N] [--groups=N]  add demo users (defa
 export const SAMPLE_REGISTRY = resolve(__dirname, '..', 'registry', 'sample-list.json');
 
 const MAX_COUNT = 100_000;
+
+/** The counts a `seed` command line asks for; throws on a bad one (checked before any change). */
+export function seedCounts(options: { users?: string; groups?: string }): { users: number; groups: number } {
+  return { users: count('users', options.users, 50), groups: count('groups', options.groups, 5) };
+}
 
 function count(option: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -50,13 +56,12 @@ export async function seedCommand(
   options: { users?: string; groups?: string },
   out: (line: string) => void,
 ): Promise<number> {
-  const userCount = count('users', options.users, 50);
-  const groupCount = count('groups', options.groups, 5);
+  const { users: userCount, groups: groupCount } = seedCounts(options);
   const seed = seedRepository(db);
   const images = createImagesRepository(db);
 
   const registry = await readRegistryDocument(SAMPLE_REGISTRY);
-  const outcomes = await importWorkspaces(db, registry.workspaces);
+  const outcomes = await createImagesService(db).importWorkspaces(registry.workspaces);
   const tally = (status: string) => outcomes.filter((o) => o.status === status).length;
   const imageIds = (await images.list()).map((i) => i.id);
 

@@ -1,13 +1,13 @@
-import { startServer, type Server } from './support/server';
+import { startTestServer, type TestServer } from './support/server';
 
 /**
  * The calls a real Kasm helper library (`model/kasm.py` of a Flask app) makes, in its order, over
  * real HTTP with `requests`-style JSON bodies, asserting exactly the keys and formats it reads.
  */
 describe('a Kasm client library, call by call', () => {
-  let server: Server;
+  let server: TestServer;
   beforeAll(async () => {
-    server = await startServer();
+    server = await startTestServer();
   }, 60_000);
   afterAll(() => server?.close());
 

@@ -62,6 +62,12 @@ describe('docs and operator endpoints', () => {
     },
   );
 
+  test("the error component is this service's KasmError only, no other service's error body", () => {
+    const schemas = Object.keys(doc.components.schemas);
+    expect(schemas).toContain('KasmError');
+    for (const other of ['ProblemDetails', 'FieldError', 'SocialError']) expect(schemas).not.toContain(other);
+  });
+
   test('the security schemes are the Kasm headers, so "try it" works from /docs', async () => {
     expect(doc.components.securitySchemes).toEqual({
       apiKeyHeader: { type: 'apiKey', in: 'header', name: 'api-key' },

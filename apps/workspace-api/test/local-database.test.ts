@@ -1,10 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { localServerStatus } from '@platform/db';
+import { freePort } from '@platform/db/testing';
 
 const run = promisify(execFile);
 const APP_DIR = resolve(__dirname, '..');
@@ -12,14 +12,6 @@ const APP_DIR = resolve(__dirname, '..');
 // the pid is the service's own, so SIGKILL kills the service.
 const NODE_ARGS = ['--import', 'tsx', '--conditions=@platform/source', 'src/cli.ts'];
 const KEY = { api_key: 'LocalStackKey', api_key_secret: 'local-stack-secret-0123456789abcdef' };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /**
  * The default database with no DATABASE_URL, used by several processes at once as people do: the

@@ -12,15 +12,7 @@ import {
   REPOSITORY_ROOT,
   type LocalServer,
 } from '../src';
-
-/** A port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
+import { freePort } from '../src/testing';
 
 async function query<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new Client({ connectionString: url });

@@ -1,15 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { DEFAULT_LOCAL_PG_PORT, type DatabaseConfig } from '@platform/db';
-
-/** A boolean variable: yes/no, on/off, 1/0 or true/false (an empty value means the default). */
-export const EnvFlag = (fallback: boolean, description?: string) =>
-  Type.Union(
-    [Type.Boolean(), ...['yes', 'no', 'on', 'off', '1', '0'].map((v) => Type.Literal(v))],
-    // `x-flag`: parseEnv reads the value case-insensitively (YES, On, TRUE).
-    { default: fallback, description, 'x-flag': true },
-  );
-export const isOn = (value: boolean | string) =>
-  value === true || value === 'yes' || value === 'on' || value === '1';
+import { EnvFlag } from '@platform/schema';
 
 /**
  * The environment every service reads, with its own defaults; a service spreads these properties
@@ -76,7 +67,7 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
       schema: e.DB_SCHEMA,
       poolMax: e.DB_POOL_MAX,
     },
-    migrateOnStart: isOn(e.MIGRATE_ON_START),
+    migrateOnStart: e.MIGRATE_ON_START,
     corsOrigins:
       e.CORS_ORIGINS.trim() === '*'
         ? '*'

@@ -1,13 +1,7 @@
-import type {
-  FastifyError,
-  FastifyInstance,
-  FastifyRequest,
-  RouteOptions,
-  preValidationHookHandler,
-} from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
-import type { FieldError } from '@platform/schema';
+import { validationMessageOf, type FieldError } from '@platform/schema';
 import { RequestValidationError } from './errors';
 import type { AjvError, ErrorDialect, Problem, ValidationLocation } from './dialects';
 
@@ -16,7 +10,7 @@ export interface ErrorHandlingOptions {
   /** Classifies errors that mean "a dependency is down" (answered 503, logged as a warning). */
   isUnavailable?: (error: unknown) => boolean;
   bodyLimit: number;
-  /** The 404 detail for unknown paths, when a client expects fixed wording (Kasm: "Not Found"). */
+  /** The 404 detail for unknown paths, when a service's clients expect fixed wording (e.g. "Not Found"). */
   notFoundDetail?: string;
 }
 
@@ -93,14 +87,12 @@ export function describeAjvErrors(errors: AjvError[], location: ValidationLocati
 }
 
 function describeGroup(group: AjvError[]): string {
-  const custom = group.find(
-    (e) => e.keyword !== 'type' && typeof e.parentSchema?.['x-error-message'] === 'string',
-  );
-  if (custom) return String(custom.parentSchema!['x-error-message']);
+  const custom = group.find((e) => e.keyword !== 'type' && validationMessageOf(e.parentSchema) !== undefined);
+  if (custom) return validationMessageOf(custom.parentSchema)!;
   const unionMessage = group.find(
-    (e) => e.keyword === 'anyOf' && typeof e.parentSchema?.['x-error-message'] === 'string',
+    (e) => e.keyword === 'anyOf' && validationMessageOf(e.parentSchema) !== undefined,
   );
-  if (unionMessage) return String(unionMessage.parentSchema!['x-error-message']);
+  if (unionMessage) return validationMessageOf(unionMessage.parentSchema)!;
   const first = group.find((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf') ?? group[0];
   const p = first.params;
   switch (first.keyword) {
@@ -137,37 +129,6 @@ function describeGroup(group: AjvError[]): string {
   }
 }
 
-/** The path of the first string (value or key) holding a NUL character, which PostgreSQL text cannot store. */
-export function findNul(value: unknown, path = '', depth = 0): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path || 'body' : undefined;
-  if (!value || typeof value !== 'object' || depth > 32) return undefined;
-  for (const [key, child] of Object.entries(value)) {
-    const childPath = path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return childPath;
-    const found = findNul(child, childPath, depth + 1);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/** Trims the top-level body fields whose schema says `x-trim`, before validation counts characters. */
-function trimmingHook(route: RouteOptions): preValidationHookHandler | undefined {
-  const props = (route.schema?.body as { properties?: Record<string, Record<string, unknown>> } | undefined)
-    ?.properties;
-  if (!props) return undefined;
-  const keys = Object.entries(props)
-    .filter(
-      ([, s]) => s['x-trim'] || (s.anyOf as Record<string, unknown>[] | undefined)?.some((b) => b['x-trim']),
-    )
-    .map(([k]) => k);
-  if (!keys.length) return undefined;
-  return async (request: FastifyRequest) => {
-    const body = request.body as Record<string, unknown> | null;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return;
-    for (const k of keys) if (typeof body[k] === 'string') body[k] = (body[k] as string).trim();
-  };
-}
-
 /**
  * The one error path of a service: schema failures, handler-raised validation errors, unknown
  * routes (404), known paths with another method (405 with `Allow`), body parser failures
@@ -190,31 +151,9 @@ export const errorHandling = fp(
           // the same method and path registered twice (e.g. HEAD next to GET): already known
         }
       }
-      const trim = trimmingHook(route);
-      if (trim) route.preValidation = [...[route.preValidation ?? []].flat(), trim];
     });
 
-    // Responses sent while the server drains close their connection, so a keep-alive client does
-    // not hold shutdown open until its keep-alive timeout (Fastify only reaps idle sockets).
-    let draining = false;
-    app.addHook('preClose', async () => {
-      draining = true;
-    });
-    app.addHook('onSend', async (_request, reply) => {
-      if (draining) reply.header('connection', 'close');
-    });
-
-    // Bad input is a 400 before it can reach the database (which would refuse it with an error).
-    app.addHook('preValidation', async (request) => {
-      const field = findNul(request.body);
-      if (field)
-        throw new RequestValidationError([{ field, message: `${field} must not contain NUL characters` }]);
-    });
-
-    // Only JSON bodies are accepted; Fastify's built-in text/plain parser would let text through.
-    app.removeContentTypeParser('text/plain');
-
-    const send = (reply: import('fastify').FastifyReply, problem: Problem) => {
+    const send = (reply: FastifyReply, problem: Problem) => {
       if (problem.status === 503) reply.header('retry-after', '5');
       return reply.status(problem.status).type(dialect.contentType).send(dialect.body(problem));
     };

@@ -6,15 +6,19 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import metrics from 'fastify-metrics';
 import { Type } from '@sinclair/typebox';
-import { sharedSchemas } from '@platform/schema';
 import { errorHandling } from './error-handling';
 import { reasonPhrase, type ErrorDialect } from './dialects';
 import { ServiceUnavailableError } from './errors';
+import { requestRules, type RequestRulesOptions } from './request-rules';
+import { closeConnectionsWhileDraining } from './shutdown';
 
 type OpenApiDocument = NonNullable<FastifyDynamicSwaggerOptions['openapi']>;
 
 export interface PlatformOptions {
+  /** The service's error wire format; its schemas are registered for `$ref`s and the OpenAPI document. */
   dialect: ErrorDialect;
+  /** How the service reads request bodies, stated in full by each service. */
+  requestRules: RequestRulesOptions;
   /** Classifies errors meaning "the database is down" (503). */
   isUnavailable?: (error: unknown) => boolean;
   /** Resolves when the service can serve traffic (database reachable); rejects otherwise. */
@@ -57,7 +61,7 @@ const DESCRIPTIONS: Record<number, string> = {
 
 /**
  * OpenAPI/serialisation schemas for a route's error statuses, in the service's dialect and under
- * the media type the service really sends (e.g. `application/problem+json`).
+ * the media type the service really sends (the dialect's content type, without parameters).
  */
 export function errorResponses(dialect: ErrorDialect, statuses: number[]): Record<number, unknown> {
   const mediaType = dialect.contentType.split(';')[0].trim();
@@ -73,19 +77,24 @@ export function errorResponses(dialect: ErrorDialect, statuses: number[]): Recor
 }
 
 /**
- * Everything every service has, registered in order before its own routes: shared schemas, the
- * error path, OpenAPI docs (served offline by Swagger UI at /docs), CORS, security headers,
- * Prometheus metrics, liveness and readiness.
+ * Everything every service has, registered in order before its own routes: its error dialect's
+ * schemas, the error path, its request rules, connections closed while draining, OpenAPI docs (served
+ * offline by Swagger UI at /docs), CORS, security headers, Prometheus metrics, liveness and readiness.
  */
 export const platform = fp(
   async function platform(app: FastifyInstance, options: PlatformOptions) {
-    for (const schema of sharedSchemas) app.addSchema(schema);
+    const { dialect } = options;
+    if (!dialect.schemas.some((s) => s.$id === dialect.schemaRef))
+      throw new Error(`the error dialect's schemas do not include its body schema "${dialect.schemaRef}"`);
+    for (const schema of dialect.schemas) app.addSchema(schema);
     await app.register(errorHandling, {
-      dialect: options.dialect,
+      dialect,
       isUnavailable: options.isUnavailable,
       bodyLimit: options.bodyLimit,
       notFoundDetail: options.notFoundDetail,
     });
+    await app.register(requestRules, options.requestRules);
+    closeConnectionsWhileDraining(app);
 
     await app.register(swagger, {
       openapi: {

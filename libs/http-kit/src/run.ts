@@ -46,3 +46,20 @@ export async function serve<C extends ListenOptions>(
     graceMs: config.graceMs,
   });
 }
+
+/**
+ * A service's whole `main.ts`: loads the config from the environment, builds and serves the app. A
+ * failure is one line when it is a plain Error (a bad config, a port in use), the whole error when it
+ * carries a system code; either way the process exits 1.
+ */
+export function runMain<C extends ListenOptions>(
+  buildApp: (config: C) => Promise<FastifyInstance>,
+  loadConfig: () => C,
+): void {
+  Promise.resolve()
+    .then(() => serve(buildApp, loadConfig()))
+    .catch((error) => {
+      console.error(error instanceof Error && !(error as NodeJS.ErrnoException).code ? error.message : error);
+      process.exit(1);
+    });
+}

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { parseEnv } from '@platform/schema';
-import { EnvFlag, isOn, serviceConfig, serviceEnv } from '../src';
+import { EnvFlag, parseEnv } from '@platform/schema';
+import { serviceConfig, serviceEnv } from '../src';
 
 describe('service configuration', () => {
   const schema = Type.Object({ ...serviceEnv({ port: 1234, schema: 'svc' }), EXTRA: EnvFlag(false) });
@@ -55,7 +55,8 @@ describe('service configuration', () => {
     ['Off', false], // any case, as the Flask backend reads them
     ['', false], // empty means the default
   ])('flag %p is %p', (text, expected) => {
-    expect(isOn(parseEnv(schema, { EXTRA: text }).EXTRA)).toBe(expected);
+    const flag: boolean = parseEnv(schema, { EXTRA: text }).EXTRA; // typed boolean, not text
+    expect(flag).toBe(expected);
   });
 
   test('a bad flag or schema name refuses to start', () => {

@@ -1,26 +1,77 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { TrimmedText, StringEnum, withMessage } from '@platform/schema';
+import { VALIDATION_MESSAGE, FieldError, TrimmedText, StringEnum, withMessage } from '@platform/schema';
 import {
   errorResponses,
   listenWithGracefulShutdown,
-  kasmDialect,
   platform,
-  problemDetailsDialect,
+  reasonPhrase,
   RequestValidationError,
   serverOptions,
-  socialDialect,
+  type AjvError,
   type ErrorDialect,
+  type RequestRulesOptions,
 } from '../src';
 
-/** A small service on the kit, built with the kit's server options, one per dialect. */
+/** A dialect of the tests' own: the problem as it is, under a media type of its own, failed fields listed. */
+const TestError = Type.Object(
+  {
+    status: Type.Integer(),
+    title: Type.String(),
+    detail: Type.String(),
+    fields: Type.Optional(Type.Array(Type.Ref('FieldError'))),
+  },
+  { $id: 'TestError' },
+);
+const testDialect: ErrorDialect = {
+  schemaRef: 'TestError',
+  schemas: [FieldError, TestError],
+  contentType: 'application/vnd.test-error+json; charset=utf-8',
+  body: (p) => ({
+    status: p.status,
+    title: reasonPhrase(p.status),
+    detail: p.detail,
+    ...(p.fields ? { fields: p.fields } : {}),
+  }),
+};
+
+/** Another: one sentence, and on validation failures its own wording (the Ajv keyword) by field and where. */
+const TerseError = Type.Object(
+  {
+    error: Type.String(),
+    where: Type.Optional(Type.String()),
+    failures: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { $id: 'TerseError' },
+);
+const fieldOf = (e: AjvError) =>
+  e.instancePath.slice(1) || (e.keyword === 'required' ? String(e.params.missingProperty) : '_');
+const terseDialect: ErrorDialect = {
+  schemaRef: 'TerseError',
+  schemas: [TerseError],
+  contentType: 'application/json; charset=utf-8',
+  body: (p) => ({
+    error: p.detail,
+    ...(p.fields
+      ? { where: p.location, failures: Object.fromEntries(p.fields.map((f) => [f.field, f.message])) }
+      : {}),
+  }),
+  describeValidation: (errors) => errors.map((e) => ({ field: fieldOf(e), message: e.keyword })),
+};
+
+/** What every service asks for today: trimmed text, no NUL characters, JSON only, no empty bodies. */
+const STRICT: RequestRulesOptions = { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'reject' };
+
+/** A small service on the kit, built with the kit's server options. */
 async function serviceWith(
   dialect: ErrorDialect,
   readiness: () => Promise<void> = async () => undefined,
+  requestRules: RequestRulesOptions = STRICT,
 ): Promise<FastifyInstance> {
   const app = Fastify(serverOptions({ logLevel: 'silent', bodyLimit: 1024 }));
   await app.register(platform, {
     dialect,
+    requestRules,
     readiness,
     isUnavailable: (e) => (e as { code?: string }).code === 'ECONNREFUSED',
     bodyLimit: 1024,
@@ -51,7 +102,7 @@ async function serviceWith(
             tag: Type.Optional(
               Type.String({
                 maxLength: 5,
-                allOf: [{ pattern: '^\\p{L}', 'x-error-message': 'Must start with a letter' }],
+                allOf: [{ pattern: '^\\p{L}', [VALIDATION_MESSAGE]: 'Must start with a letter' }],
               }),
             ),
           },
@@ -83,31 +134,25 @@ async function serviceWith(
   return app;
 }
 
-describe('one error path, three dialects', () => {
-  let problem: FastifyInstance;
-  let kasm: FastifyInstance;
-  let social: FastifyInstance;
+describe('one error path, any dialect', () => {
+  let plain: FastifyInstance;
+  let terse: FastifyInstance;
   beforeAll(async () => {
-    [problem, kasm, social] = await Promise.all([
-      serviceWith(problemDetailsDialect),
-      serviceWith(kasmDialect),
-      serviceWith(socialDialect),
-    ]);
+    [plain, terse] = await Promise.all([serviceWith(testDialect), serviceWith(terseDialect)]);
   });
-  afterAll(() => Promise.all([problem, kasm, social].map((a) => a.close())));
+  afterAll(() => Promise.all([plain, terse].map((a) => a.close())));
 
   const invalid = { name: 5, kind: 'c', count: '3' };
 
-  test('validation failures: problem details list every field with a readable message', async () => {
-    const r = await problem.inject({ method: 'POST', url: '/things', payload: invalid });
+  test('validation failures: the default wording lists every field with a readable message, in the dialect', async () => {
+    const r = await plain.inject({ method: 'POST', url: '/things', payload: invalid });
     expect(r.statusCode).toBe(400);
-    expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(r.headers['content-type']).toMatch(/^application\/vnd\.test-error\+json/);
     expect(r.json()).toEqual({
-      type: 'about:blank',
-      title: 'Bad Request',
       status: 400,
+      title: 'Bad Request',
       detail: 'name must be a string; kind must be one of: a, b; count must be an integer',
-      errors: [
+      fields: [
         { field: 'name', message: 'name must be a string' },
         { field: 'kind', message: 'kind must be one of: a, b' },
         { field: 'count', message: 'count must be an integer' },
@@ -115,114 +160,81 @@ describe('one error path, three dialects', () => {
     });
   });
 
-  test('validation failures: Kasm gets one error_message, Flask gets errors.json.<field> lists', async () => {
-    const k = await kasm.inject({ method: 'POST', url: '/things', payload: invalid });
-    expect(k.statusCode).toBe(400);
-    expect(k.json()).toEqual({
-      error_message: 'name must be a string; kind must be one of: a, b; count must be an integer',
+  test("validation failures: a dialect's own wording, with where they were found", async () => {
+    const r = await terse.inject({ method: 'POST', url: '/things', payload: invalid });
+    expect(r.statusCode).toBe(400);
+    expect(r.headers['content-type']).toMatch(/^application\/json/);
+    expect(r.json()).toEqual({
+      error: 'type; enum; type',
+      where: 'body',
+      failures: { name: 'type', kind: 'enum', count: 'type' },
     });
-    const s = await social.inject({ method: 'POST', url: '/things', payload: invalid });
-    expect(s.statusCode).toBe(400);
-    expect(s.json()).toEqual({
-      code: 400,
-      message: 'Validation Error',
-      description: 'The server found one or more errors in the information that you sent.',
-      errors: {
-        json: {
-          name: ['Not a valid string.'],
-          kind: ['Must be one of: a, b.'],
-          count: ['Not a valid integer.'],
-        },
-      },
-    });
-    const q = await social.inject('/things?limit=x');
-    expect(q.json().errors).toEqual({ query: { limit: ['Not a valid integer.'] } });
-  });
-
-  test('the social dialect words schema failures as marshmallow does (the React client shows them)', async () => {
-    const errorsOf = async (payload: unknown) =>
-      (await social.inject({ method: 'POST', url: '/things', payload: payload as object })).json().errors;
-    expect(await errorsOf({ kind: 'a', extra: 1, id: 2 })).toEqual({
-      json: { name: ['Missing data for required field.'], extra: ['Unknown field.'], id: ['Unknown field.'] },
-    });
-    expect(await errorsOf({ name: null, kind: 'a', count: 12 })).toEqual({
-      json: {
-        name: ['Field may not be null.'],
-        count: ['Must be greater than or equal to 1 and less than or equal to 9.'],
-      },
-    });
-    expect(await errorsOf({ name: 'abcdefgh', kind: 'a' })).toEqual({
-      json: { name: ['must be 2..5 characters'] },
-    });
-    expect(await errorsOf({ name: 'abc', kind: 'a', ref: 'y' })).toEqual({
-      json: { ref: ['must be a number or an x-string'] },
-    });
-    expect(await errorsOf([1])).toEqual({ json: { _schema: ['Invalid input type.'] } });
-    // An `allOf` rule (marshmallow's @validates) speaks only once the field's own rules pass.
-    expect(await errorsOf({ name: 'a', kind: 'a', tag: '1' })).toEqual({
-      json: { name: ['must be 2..5 characters'], tag: ['Must start with a letter'] },
-    });
-    expect(await errorsOf({ name: 'abc', kind: 'a', tag: '1abcdefgh' })).toEqual({
-      json: { tag: ['Longer than maximum length 5.'] },
-    });
+    const q = await terse.inject('/things?limit=x');
+    expect(q.json()).toEqual({ error: 'type', where: 'querystring', failures: { limit: 'type' } });
   });
 
   test('text is trimmed before its length is checked; custom messages replace union noise', async () => {
     expect(
       (
-        await problem.inject({ method: 'POST', url: '/things', payload: { name: '  abc  ', kind: 'a' } })
+        await plain.inject({ method: 'POST', url: '/things', payload: { name: '  abc  ', kind: 'a' } })
       ).json(),
     ).toEqual({ name: 'abc' });
-    const blank = await problem.inject({
+    const blank = await plain.inject({
       method: 'POST',
       url: '/things',
       payload: { name: '      ', kind: 'a' },
     });
-    expect(blank.json().errors).toEqual([{ field: 'name', message: 'name must be 2..5 characters' }]);
-    const ref = await problem.inject({
+    expect(blank.json().fields).toEqual([{ field: 'name', message: 'name must be 2..5 characters' }]);
+    const ref = await plain.inject({
       method: 'POST',
       url: '/things',
       payload: { name: 'abc', kind: 'a', ref: true },
     });
-    expect(ref.json().errors).toEqual([{ field: 'ref', message: 'ref must be a number or an x-string' }]);
+    expect(ref.json().fields).toEqual([{ field: 'ref', message: 'ref must be a number or an x-string' }]);
   });
 
   test('NUL characters anywhere in a body are a 400 naming the field (PostgreSQL text cannot hold them)', async () => {
-    const r = await problem.inject({
+    const r = await plain.inject({
       method: 'POST',
       url: '/things',
       payload: { name: 'ab', kind: 'a', nested: { deep: ['ok', 'x\u0000y'] } },
     });
     expect(r.statusCode).toBe(400);
-    expect(r.json().errors).toEqual([
+    expect(r.json().fields).toEqual([
       { field: 'nested.deep.1', message: 'nested.deep.1 must not contain NUL characters' },
     ]);
-    const k = await kasm.inject({
+    const k = await terse.inject({
       method: 'POST',
       url: '/things',
       payload: { ['k\u0000']: 1, name: 'ab', kind: 'a' },
     });
-    expect(k.json()).toEqual({ error_message: 'k\u0000 must not contain NUL characters' });
+    expect(k.json()).toEqual({
+      error: 'k\u0000 must not contain NUL characters',
+      where: 'body',
+      failures: { 'k\u0000': 'k\u0000 must not contain NUL characters' },
+    });
   });
 
   test('JSON bodies are never coerced; query strings are', async () => {
     expect(
       (
-        await problem.inject({
+        await plain.inject({
           method: 'POST',
           url: '/things',
           payload: { name: 'abc', kind: 'a', count: '3' },
         })
       ).statusCode,
     ).toBe(400);
-    expect((await problem.inject('/things?limit=3')).json()).toEqual({ limit: 3 });
+    expect((await plain.inject('/things?limit=3')).json()).toEqual({ limit: 3 });
   });
 
   test('a rule checked by a handler leaves like a schema failure', async () => {
-    expect((await social.inject('/rule')).json().errors).toEqual({
-      query: { start: ['start must come before end'] },
+    expect((await terse.inject('/rule')).json()).toEqual({
+      error: 'start must come before end',
+      where: 'querystring',
+      failures: { start: 'start must come before end' },
     });
-    expect((await problem.inject('/rule')).json().errors).toEqual([
+    expect((await plain.inject('/rule')).json().fields).toEqual([
       { field: 'start', message: 'start must come before end' },
     ]);
   });
@@ -263,46 +275,151 @@ describe('one error path, three dialects', () => {
     ],
   ])('%s', async (_name, request, status, detail) => {
     for (const [app, body] of [
-      [problem, { status, detail }],
-      [kasm, { error_message: detail }],
-      [social, { code: status, description: detail }],
+      [plain, { status, title: reasonPhrase(status), detail }],
+      [terse, { error: detail }],
     ] as const) {
       const r = await app.inject({ method: 'POST', url: '/things', ...request });
       expect(r.statusCode).toBe(status);
-      expect(r.json()).toMatchObject(body);
+      expect(r.json()).toEqual(body);
     }
   });
 
   test('unknown paths are 404 and known paths with another method 405 with Allow, in each dialect', async () => {
-    const notFound = await kasm.inject('/api/public/nothing');
+    const notFound = await terse.inject('/api/public/nothing');
     expect(notFound.statusCode).toBe(404);
-    expect(notFound.json()).toEqual({ error_message: 'No such path: GET /api/public/nothing' });
-    const wrong = await social.inject({ method: 'DELETE', url: '/things?x=1' });
+    expect(notFound.json()).toEqual({ error: 'No such path: GET /api/public/nothing' });
+    const wrong = await plain.inject({ method: 'DELETE', url: '/things?x=1' });
     expect(wrong.statusCode).toBe(405);
     expect(wrong.headers.allow).toBe('GET, HEAD, POST');
-    expect(wrong.json()).toMatchObject({ code: 405, message: 'Method Not Allowed' });
+    expect(wrong.json()).toMatchObject({ status: 405, title: 'Method Not Allowed' });
   });
 
   test('unexpected exceptions are 500 without internals; outages are 503 with Retry-After', async () => {
-    const boom = await problem.inject('/boom');
+    const boom = await plain.inject('/boom');
     expect(boom.statusCode).toBe(500);
     expect(boom.json()).toEqual({
-      type: 'about:blank',
-      title: 'Internal Server Error',
       status: 500,
+      title: 'Internal Server Error',
       detail: 'An unexpected error occurred',
     });
     expect(boom.body).not.toMatch(/secret_table|app\.ts/);
-    const down = await kasm.inject('/down');
+    const down = await terse.inject('/down');
     expect(down.statusCode).toBe(503);
     expect(down.headers['retry-after']).toBe('5');
     expect(down.body).not.toMatch(/ECONNREFUSED|5432/);
+  });
+
+  test('a dialect that does not list its own body schema is refused when the platform registers', async () => {
+    const app = Fastify(serverOptions({ logLevel: 'silent' }));
+    await expect(
+      app
+        .register(platform, {
+          dialect: { ...testDialect, schemas: [FieldError] },
+          requestRules: STRICT,
+          readiness: async () => undefined,
+          bodyLimit: 1024,
+          docs: { title: 't', description: 'd', version: '1', tags: [] },
+          cors: { origins: '*' },
+        })
+        .ready(),
+    ).rejects.toThrow(/TestError/);
+    await app.close();
+  });
+});
+
+describe('request rules, stated by each service', () => {
+  const post = (app: FastifyInstance, payload?: string, type?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/things',
+      ...(payload === undefined ? {} : { payload }),
+      ...(type ? { headers: { 'content-type': type } } : {}),
+    });
+
+  test('with trimming, NUL rejection and JSON-only off, each rule is off', async () => {
+    const app = await serviceWith(testDialect, undefined, {
+      trim: false,
+      rejectNul: false,
+      jsonOnly: false,
+      emptyBody: 'reject',
+    });
+    expect((await post(app, '{"name":" abc","kind":"a"}', 'application/json')).json()).toEqual({
+      name: ' abc',
+    });
+    expect((await post(app, '{"name":"a\\u0000b","kind":"a"}', 'application/json')).json()).toEqual({
+      name: 'a\u0000b',
+    });
+    // text/plain is parsed (as a string), so the body fails validation instead of being a 415
+    const text = await post(app, 'name=abc', 'text/plain');
+    expect(text.statusCode).toBe(400);
+    expect(text.json().fields).toEqual([{ field: 'body', message: 'body must be an object' }]);
+    await app.close();
+  });
+
+  test("emptyBody 'reject': a POST without a body fails validation as a whole", async () => {
+    const app = await serviceWith(testDialect);
+    const r = await post(app);
+    expect(r.statusCode).toBe(400);
+    expect(r.json().fields).toEqual([{ field: 'body', message: 'body must be an object' }]);
+    await app.close();
+  });
+
+  test("emptyBody 'as-empty-object': a POST without a body validates {}; an empty JSON body and null stay 400s", async () => {
+    const app = await serviceWith(testDialect, undefined, { ...STRICT, emptyBody: 'as-empty-object' });
+    const none = await post(app);
+    expect(none.statusCode).toBe(400);
+    expect(none.json().fields).toEqual([
+      { field: 'name', message: 'name is required' },
+      { field: 'kind', message: 'kind is required' },
+    ]);
+    expect((await post(app, '', 'application/json')).json().detail).toBe(
+      'Request body is empty; send a JSON object',
+    );
+    expect((await post(app, 'null', 'application/json')).json().fields).toEqual([
+      { field: 'body', message: 'body must be an object' },
+    ]);
+    expect((await post(app, '', 'text/plain')).statusCode).toBe(415);
+    await app.close();
+  });
+
+  test('blankBodyIsEmpty: a blank body of any type and the JSON null are no body; other content is a 415', async () => {
+    const app = await serviceWith(testDialect, undefined, {
+      ...STRICT,
+      emptyBody: 'as-empty-object',
+      blankBodyIsEmpty: true,
+    });
+    const required = [
+      { field: 'name', message: 'name is required' },
+      { field: 'kind', message: 'kind is required' },
+    ];
+    for (const [payload, type] of [
+      [undefined, undefined],
+      ['', 'application/json'],
+      ['  \n', 'application/json'],
+      ['null', 'application/json'],
+      ['', 'text/plain'],
+      ['', 'application/x-www-form-urlencoded'],
+    ] as const) {
+      const r = await post(app, payload, type);
+      expect({ payload, type, status: r.statusCode, fields: r.json().fields }).toEqual({
+        payload,
+        type,
+        status: 400,
+        fields: required,
+      });
+    }
+    expect((await post(app, '{"name":"abc","kind":"a"}', 'application/json')).json()).toEqual({
+      name: 'abc',
+    });
+    expect((await post(app, '{"name":', 'application/json')).json().detail).toBe('Malformed JSON body');
+    expect((await post(app, 'name=abc', 'text/plain')).statusCode).toBe(415);
+    await app.close();
   });
 });
 
 describe('operations endpoints and headers', () => {
   test('no response asks browsers to upgrade to https (the services are served over plain HTTP)', async () => {
-    const app = await serviceWith(problemDetailsDialect);
+    const app = await serviceWith(testDialect);
     for (const url of ['/docs', '/docs/static/index.html', '/healthz', '/nothing']) {
       const csp = (await app.inject(url)).headers['content-security-policy'];
       expect(csp).toMatch(/default-src 'self'/);
@@ -313,20 +430,20 @@ describe('operations endpoints and headers', () => {
 
   test('readiness follows the check; liveness does not', async () => {
     let healthy = true;
-    const app = await serviceWith(socialDialect, async () => {
+    const app = await serviceWith(testDialect, async () => {
       if (!healthy) throw new Error('db down');
     });
     expect((await app.inject('/readyz')).json()).toEqual({ status: 'ready' });
     healthy = false;
     const r = await app.inject('/readyz');
     expect(r.statusCode).toBe(503);
-    expect(r.json()).toMatchObject({ code: 503, message: 'Service Unavailable' });
+    expect(r.json()).toMatchObject({ status: 503, title: 'Service Unavailable' });
     expect((await app.inject('/healthz')).json()).toEqual({ status: 'ok' });
     await app.close();
   });
 
   test('metrics, request ids, CORS with credentials, docs with named components', async () => {
-    const app = await serviceWith(problemDetailsDialect);
+    const app = await serviceWith(testDialect);
     await app.inject('/things?limit=2');
     const metrics = await app.inject('/metrics');
     expect(metrics.headers['content-type']).toMatch(/^text\/plain/);
@@ -360,15 +477,24 @@ describe('operations endpoints and headers', () => {
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
 
     const doc = (await app.inject('/docs/json')).json();
-    expect(Object.keys(doc.components.schemas)).toEqual(
-      expect.arrayContaining(['ProblemDetails', 'FieldError']),
-    );
-    expect(doc.paths['/things'].post.responses['400'].content['application/problem+json'].schema.$ref).toBe(
-      '#/components/schemas/ProblemDetails',
-    );
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['TestError', 'FieldError']));
+    expect(
+      doc.paths['/things'].post.responses['400'].content['application/vnd.test-error+json'].schema.$ref,
+    ).toBe('#/components/schemas/TestError');
     expect(doc.tags.map((t: { name: string }) => t.name)).toEqual(['things', 'ops']);
     expect(doc.paths['/readyz'].get.responses['503']).toBeDefined();
     await app.close();
+  });
+
+  test("the document's error components are exactly the dialect's schemas", async () => {
+    const components = async (dialect: ErrorDialect) => {
+      const app = await serviceWith(dialect);
+      const names = Object.keys((await app.inject('/docs/json')).json().components.schemas).sort();
+      await app.close();
+      return names;
+    };
+    expect(await components(testDialect)).toEqual(['FieldError', 'TestError']);
+    expect(await components(terseDialect)).toEqual(['TerseError']);
   });
 });
 
@@ -376,7 +502,8 @@ describe('shutdown', () => {
   test('a response finished during the drain closes its keep-alive connection, so close() does not wait for it', async () => {
     const app = Fastify(serverOptions({ logLevel: 'silent' }));
     await app.register(platform, {
-      dialect: kasmDialect,
+      dialect: testDialect,
+      requestRules: STRICT,
       readiness: async () => undefined,
       bodyLimit: 1024,
       docs: { title: 't', description: 'd', version: '1', tags: [] },

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema, type SchemaOptions, type TUnsafe } from '@sinclair/typebox';
+import { VALIDATION_MESSAGE, TRIM } from './annotations';
 
 /** The largest id a Postgres `integer` identity column can hold. */
 export const MAX_ID = 2147483647;
@@ -26,25 +27,25 @@ export const PageLimit = (
 ) => Type.Integer({ minimum: bounds.min ?? 1, maximum: bounds.max, default: bounds.default, ...options });
 
 /**
- * Text that the server trims before validating. `x-trim` is read by the http-kit
- * validation layer; `minLength`/`maxLength` count characters (code points) after trimming.
+ * Text that the server trims before validating (the `TRIM` annotation, applied by http-kit's request
+ * rules when the service trims); `minLength`/`maxLength` count characters (code points) after trimming.
  */
 export const TrimmedText = (bounds: { min: number; max: number }, options: SchemaOptions = {}) =>
   Type.String({
     minLength: bounds.min,
     maxLength: bounds.max,
-    'x-trim': true,
-    'x-error-message': `must be ${bounds.min}..${bounds.max} characters`,
+    [TRIM]: true,
+    [VALIDATION_MESSAGE]: `must be ${bounds.min}..${bounds.max} characters`,
     ...options,
   });
 
 /**
  * Gives a value one validation message (after the field name) for any way it can fail, e.g. a union
- * whose branch errors would be noise. Read by http-kit's validation-error formatter.
+ * whose branch errors would be noise (the `VALIDATION_MESSAGE` annotation, read by the error dialects).
  */
 export const withMessage = <T extends TSchema>(schema: T, message: string): T => ({
   ...schema,
-  'x-error-message': message,
+  [VALIDATION_MESSAGE]: message,
 });
 
 /** A copy of a schema with other options (a description, a default), keeping its TypeScript type. */
@@ -52,9 +53,6 @@ export const annotate = <T extends TSchema>(schema: T, options: SchemaOptions): 
   ...schema,
   ...options,
 });
-
-/** Annotation keywords our schemas use; each app's Ajv instances must know them. */
-export const annotationKeywords = ['x-trim', 'x-error-message'] as const;
 
 /**
  * A value that may also be JSON `null` (OpenAPI `nullable`, which Ajv understands), keeping

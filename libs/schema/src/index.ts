@@ -1,3 +1,4 @@
+export * from './annotations';
 export * from './building-blocks';
 export * from './errors';
 export * from './env';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { parseEnv } from '../src';
+import { EnvFlag, parseEnv } from '../src';
 
 describe('parseEnv', () => {
   const schema = Type.Object({
@@ -20,5 +20,15 @@ describe('parseEnv', () => {
     expect(() => parseEnv(schema, { PORT: 'eighty', FLAG: 'maybe' })).toThrow(
       /invalid configuration:\n {2}PORT: .*\n {2}FLAG: /,
     );
+  });
+
+  test('a flag is a boolean once parsed, from yes/no, on/off, true/false or 1/0 in any case', () => {
+    const flags = Type.Object({ ON: EnvFlag(false), OFF: EnvFlag(true), DEFAULT: EnvFlag(true) });
+    const parsed: { ON: boolean; OFF: boolean; DEFAULT: boolean } = parseEnv(flags, {
+      ON: ' Yes ',
+      OFF: 'OFF',
+    });
+    expect(parsed).toEqual({ ON: true, OFF: false, DEFAULT: true });
+    expect(() => parseEnv(flags, { ON: 'maybe' })).toThrow(/invalid configuration:\n {2}ON: /);
   });
 });

@@ -47,28 +47,123 @@ function workspaceDirs(): string[] {
 const dockerignore = loadDockerignore(join(ROOT, '.dockerignore'));
 
 // ---------------------------------------------------------------------------------------------
-// Dockerfile helpers
+// Dockerfile helpers: what `docker build --build-arg SERVICE=<app>` makes of the one Dockerfile
+
+const NODE_IMAGE = 'node:20-bookworm-slim';
+
+type Vars = Record<string, string>;
+
+/** The builder's (and the shell's) `$VAR`, `${VAR}`, `${VAR:-word}` and `${VAR:+word}` (plus `-`/`+`). */
+function expand(text: string, vars: Vars): string {
+  return text.replace(
+    /\\\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (match, braced: string | undefined, op: string | undefined, word: string | undefined, bare?: string) => {
+      if (match === '\\$') return '$';
+      const name = (braced ?? bare) as string;
+      const isSet = Object.prototype.hasOwnProperty.call(vars, name);
+      const value = vars[name] ?? '';
+      if (op === ':-') return value || (word ?? '');
+      if (op === '-') return isSet ? value : (word ?? '');
+      if (op === ':+') return value ? (word ?? '') : '';
+      if (op === '+') return isSet ? (word ?? '') : '';
+      return value;
+    },
+  );
+}
+
+/** An instruction with the variables (ARGs of its stage, ENVs so far) in scope where it stands. */
+interface Step {
+  instruction: Instruction;
+  keyword: string;
+  vars: Vars;
+}
 
 interface Stage {
   name: string | null;
-  instructions: Instruction[];
+  /** The FROM image after expansion with the global ARGs: an image, or an earlier stage's name. */
+  base: string;
+  parent: Stage | null;
+  steps: Step[];
+  /** The image's environment at the end of the stage, inherited ENVs included. */
+  env: Vars;
 }
 
-function stagesOf(dockerfile: Dockerfile): Stage[] {
+interface Image {
+  stages: Stage[];
+  final: Stage;
+  /** The stages the final image is made of, from the one on an external image to the final one. */
+  chain: Stage[];
+}
+
+const flagsOf = (i: Instruction) =>
+  (i as unknown as { getFlags?(): { getName(): string; getValue(): string | null }[] }).getFlags?.() ?? [];
+
+/** ARG/ENV properties as written (unexpanded); ARG's value is null without a default. */
+function propertiesOf(i: Instruction): { name: string; value: string | null }[] {
+  const inst = i as unknown as {
+    getProperty?(): { getName(): string; getValue(): string | null } | null;
+    getProperties?(): { getName(): string; getValue(): string | null }[];
+  };
+  const props = inst.getProperties ? inst.getProperties() : inst.getProperty?.() ? [inst.getProperty()!] : [];
+  return props.map((p) => ({ name: p.getName(), value: p.getValue() }));
+}
+
+/**
+ * Docker's scoping: ARGs before the first FROM serve the FROM lines only; a stage sees an ARG once it
+ * declares it (a bare `ARG NAME` takes the global value), ENVs are inherited from a parent stage and
+ * win over ARGs of the same name, and a stage named by an expanded FROM is that earlier stage.
+ */
+function resolveImage(dockerfile: Dockerfile, buildArgs: Vars): Image {
+  const globalArgs: Vars = {};
   const stages: Stage[] = [];
+  let args: Vars = {};
+  let env: Vars = {};
   for (const instruction of dockerfile.getInstructions()) {
-    if (instruction.getKeyword() === 'FROM') {
-      const args = instruction.getArguments().map((a) => a.getValue());
-      const asIndex = args.findIndex((a) => a.toLowerCase() === 'as');
-      stages.push({ name: asIndex >= 0 ? args[asIndex + 1] : null, instructions: [instruction] });
-    } else if (stages.length) {
-      stages[stages.length - 1].instructions.push(instruction);
+    const keyword = instruction.getKeyword();
+    if (keyword === 'FROM') {
+      const words = instruction
+        .getArguments()
+        .map((a) => a.getValue())
+        .filter((w) => !w.startsWith('--'));
+      const asIndex = words.findIndex((w) => w.toLowerCase() === 'as');
+      const base = expand(words[0] ?? '', globalArgs);
+      const parent = stages.find((s) => s.name?.toLowerCase() === base.toLowerCase()) ?? null;
+      args = {};
+      env = { ...(parent?.env ?? {}) };
+      stages.push({ name: asIndex >= 0 ? words[asIndex + 1] : null, base, parent, steps: [], env });
     }
+    const vars = { ...args, ...env };
+    if (keyword === 'ARG') {
+      for (const { name, value } of propertiesOf(instruction)) {
+        const scope = stages.length ? args : globalArgs;
+        if (buildArgs[name] !== undefined) scope[name] = buildArgs[name];
+        else if (value !== null) scope[name] = expand(value, stages.length ? vars : globalArgs);
+        else if (stages.length && globalArgs[name] !== undefined) scope[name] = globalArgs[name];
+      }
+    }
+    if (!stages.length) continue;
+    const stage = stages[stages.length - 1];
+    if (keyword === 'ENV') {
+      for (const { name, value } of propertiesOf(instruction)) env[name] = expand(value ?? '', vars);
+    }
+    stage.steps.push({ instruction, keyword, vars });
   }
-  return stages;
+  const final = stages[stages.length - 1];
+  const chain: Stage[] = [];
+  for (let s: Stage | null = final ?? null; s && !chain.includes(s); s = s.parent) chain.unshift(s);
+  return { stages, final, chain };
 }
 
-const keyword = (stage: Stage, kw: string) => stage.instructions.filter((i) => i.getKeyword() === kw);
+/** The external image a stage is ultimately built on. */
+const rootBase = (stage: Stage) => {
+  let s = stage;
+  while (s.parent) s = s.parent;
+  return s.base;
+};
+
+const stepsOf = (stages: Stage[], kw: string) =>
+  stages.flatMap((s) => s.steps.filter((st) => st.keyword === kw));
+const shellOf = (step: Step) => expand(step.instruction.getArgumentsContent() ?? '', step.vars);
 const unquote = (s: string) => s.replace(/^"(.*)"$/, '$1');
 
 interface CopySpec {
@@ -79,23 +174,70 @@ interface CopySpec {
   dest: string;
 }
 
-function copiesOf(instructions: Instruction[]): CopySpec[] {
-  return instructions
-    .filter((i) => i.getKeyword() === 'COPY' || i.getKeyword() === 'ADD')
-    .map((i) => {
-      const flags = (
-        i as unknown as { getFlags(): { getName(): string; getValue(): string | null }[] }
-      ).getFlags();
-      const from = flags.find((f) => f.getName() === 'from')?.getValue() ?? null;
-      const args = i.getArguments().map((a) => unquote(a.getValue().replace(/^\[|,$|\]$/g, '')));
+/** COPY/ADD with their sources, destination and --from expanded as the builder does. */
+function copiesOf(steps: Step[]): CopySpec[] {
+  return steps
+    .filter((s) => s.keyword === 'COPY' || s.keyword === 'ADD')
+    .map(({ instruction: i, keyword, vars }) => {
+      const from =
+        flagsOf(i)
+          .find((f) => f.getName() === 'from')
+          ?.getValue() ?? null;
+      const args = i
+        .getArguments()
+        .map((a) => expand(unquote(a.getValue().replace(/^\[|,$|\]$/g, '')), vars));
       return {
         line: i.getRange().start.line + 1,
-        keyword: i.getKeyword(),
-        from,
+        keyword,
+        from: from === null ? null : expand(from, vars),
         sources: args.slice(0, -1),
         dest: args[args.length - 1],
       };
     });
+}
+
+/** Where COPY puts a source: a file into a `dir/` destination keeps its name; a directory's contents land there. */
+function destOf(source: string, dest: string, buildDir: string): string {
+  const inRepo = join(ROOT, posix.relative(buildDir, posix.resolve(buildDir, source)));
+  const isFile = existsSync(inRepo) && statSync(inRepo).isFile();
+  return dest.endsWith('/') && isFile ? posix.join(dest, posix.basename(source)) : dest;
+}
+
+/** The last WORKDIR of a chain of stages (the builder's, expanded), `/` without one. */
+function workdirOf(stages: Stage[]): string {
+  let dir = '/';
+  for (const step of stepsOf(stages, 'WORKDIR')) dir = posix.resolve(dir, shellOf(step));
+  return dir;
+}
+
+/**
+ * The program a CMD starts: `["node", "<entry>"]`, or `["sh", "-c", "exec node <entry>"]` whose shell
+ * expands the entry from the image's environment. Null for anything else.
+ */
+function entryOf(cmd: Step, env: Vars): string | null {
+  let argv: unknown;
+  try {
+    argv = JSON.parse(cmd.instruction.getArgumentsContent() ?? '');
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) return null;
+  if (argv.length === 2 && argv[0] === 'node') return argv[1];
+  const script = argv.length === 3 && /^(\/bin\/)?sh$/.test(argv[0]) && argv[1] === '-c' ? argv[2] : '';
+  const match = /^exec node (\S+)$/.exec(script.trim());
+  return match ? expand(match[1], env) : null;
+}
+
+/** Where `npm run build` of an app (`tsc -b tsconfig.lib.json`) writes the compiled src/main.ts. */
+function builtEntry(app: string): string | null {
+  const dir = `apps/${app}`;
+  const script = String(JSON.parse(read(`${dir}/package.json`)).scripts?.build ?? '');
+  if (!/\btsc\b.*\btsconfig\.lib\.json\b/.test(script) || !existsSync(join(ROOT, dir, 'tsconfig.lib.json')))
+    return null;
+  const options = JSON.parse(read(`${dir}/tsconfig.lib.json`)).compilerOptions ?? {};
+  const rootDir = posix.normalize(options.rootDir ?? '.');
+  if (!options.outDir || !existsSync(join(ROOT, dir, rootDir, 'main.ts'))) return null;
+  return posix.join(dir, options.outDir, 'main.js');
 }
 
 /** Every file under a repo-relative directory (skipping node_modules, dist, .git). */
@@ -133,19 +275,22 @@ function interpolate(value: string): string {
     .replace(/\$\$/g, '$');
 }
 
-function envOf(service: Dict): Record<string, string> {
-  const env = service.environment;
+/** A compose `KEY: value` mapping or `KEY=value` list (environment, build args), interpolated. */
+function mappingOf(value: unknown): Record<string, string> {
   const out: Record<string, string> = {};
-  if (Array.isArray(env)) {
-    for (const entry of env as string[]) {
+  if (Array.isArray(value)) {
+    for (const entry of value as string[]) {
       const [k, ...rest] = String(entry).split('=');
       out[k] = interpolate(rest.join('='));
     }
-  } else if (env && typeof env === 'object') {
-    for (const [k, v] of Object.entries(env as Dict)) out[k] = v == null ? '' : interpolate(String(v));
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value as Dict)) out[k] = v == null ? '' : interpolate(String(v));
   }
   return out;
 }
+
+const envOf = (service: Dict) => mappingOf(service.environment);
+const buildArgsOf = (service: Dict) => mappingOf((service.build as Dict | undefined)?.args);
 
 function portsOf(service: Dict): { published: number; target: number }[] {
   return ((service.ports as unknown[]) ?? []).map((p) => {
@@ -284,6 +429,9 @@ describe('.dockerignore', () => {
       'coverage',
       'tools/bench/results',
       'x.tsbuildinfo',
+      // The container setup itself: editing it must not rerun the whole build (`COPY . .`).
+      'Dockerfile',
+      'docker-compose.yml',
     ];
     for (const ws of workspaceDirs())
       mustIgnore.push(`${ws}/node_modules`, `${ws}/dist`, `${ws}/coverage`, `${ws}/.data`);
@@ -306,128 +454,164 @@ describe('.dockerignore', () => {
   });
 });
 
-describe('app Dockerfiles', () => {
-  it('every app has a Dockerfile and a documented port', () => {
+describe('Dockerfile (one for every app, SERVICE=<app>)', () => {
+  const rel = 'Dockerfile';
+  const content = existsSync(join(ROOT, rel)) ? read(rel) : '';
+  const dockerfile = DockerfileParser.parse(content);
+  const installOf = (steps: Step[]) =>
+    steps.findIndex((s) => s.keyword === 'RUN' && /\bnpm (install|ci)\b/.test(shellOf(s)));
+
+  it('is the only one: every app is built from it and has a documented port', () => {
+    expect(existsSync(join(ROOT, rel))).toBe(true);
     expect(APPS.length).toBeGreaterThan(0);
-    expect(APPS.filter((app) => !existsSync(join(ROOT, 'apps', app, 'Dockerfile')))).toEqual([]);
+    // One skeleton for every service: no per-app copies to drift apart.
+    expect(APPS.filter((app) => existsSync(join(ROOT, 'apps', app, 'Dockerfile')))).toEqual([]);
     expect(APPS.filter((app) => !SERVICES[app])).toEqual([]); // add new services to the SERVICES table
+    // The final stage starts FROM a per-service stage (`defaults-<app>`): add one for a new app.
+    expect(APPS.filter((app) => !resolveImage(dockerfile, { SERVICE: app }).final?.parent)).toEqual([]);
   });
 
-  describe.each(APPS.filter((app) => existsSync(join(ROOT, 'apps', app, 'Dockerfile'))))(
-    'apps/%s/Dockerfile',
-    (app) => {
-      const rel = `apps/${app}/Dockerfile`;
-      const content = read(rel);
-      const dockerfile = DockerfileParser.parse(content);
-      const stages = stagesOf(dockerfile);
-      const final = stages[stages.length - 1];
+  it('has no dockerfile-utils diagnostics and no `# syntax=` directive (no frontend to fetch)', () => {
+    const diagnostics = validate(content).map((d) => `${rel}:${d.range.start.line + 1}: ${d.message}`);
+    expect(diagnostics).toEqual([]);
+    expect(content).not.toMatch(/^#\s*syntax\s*=/im);
+  });
 
-      it('has no dockerfile-utils diagnostics', () => {
-        const diagnostics = validate(content).map((d) => `${rel}:${d.range.start.line + 1}: ${d.message}`);
-        expect(diagnostics).toEqual([]);
-      });
+  it('mounts secrets only as optional (the CA for corporate proxies), so a build without them works', () => {
+    const runs = stepsOf(resolveImage(dockerfile, { SERVICE: APPS[0] }).stages, 'RUN');
+    const secrets = runs
+      .flatMap((s) => flagsOf(s.instruction).filter((f) => f.getName() === 'mount'))
+      .map((f) => f.getValue() ?? '')
+      .filter((m) => /(^|,)type=secret(,|$)/.test(m));
+    expect(secrets.filter((m) => /(^|,)required(=true)?(,|$)/.test(m))).toEqual([]);
+    // `--secret id=ca,src=<pem>` (README) reaches `npm ci` as NODE_EXTRA_CA_CERTS.
+    expect(secrets.some((m) => /(^|,)id=ca(,|$)/.test(m))).toBe(true);
+  });
 
-      it('is multi-stage, the final stage copying from an earlier one', () => {
-        expect(stages.length).toBeGreaterThanOrEqual(2);
-        for (const stage of stages)
-          expect(keyword(stage, 'FROM')[0].getArguments()[0].getValue()).toMatch(/^node:20-bookworm-slim$/);
-        const earlier = stages.slice(0, -1).map((s) => s.name);
-        const froms = copiesOf(final.instructions)
-          .map((c) => c.from)
-          .filter(Boolean);
-        expect(froms.length).toBeGreaterThan(0);
-        for (const from of froms) expect(earlier).toContain(from);
-      });
+  describe.each(APPS)('SERVICE=%s', (app) => {
+    const image = resolveImage(dockerfile, { SERVICE: app });
+    const { stages, final, chain } = image;
+    const buildStage = stages.find((s) => installOf(s.steps) >= 0);
 
-      it('copies every workspace manifest before installing dependencies', () => {
-        const build = stages[0].instructions;
-        const installAt = build.findIndex(
-          (i) => i.getKeyword() === 'RUN' && /\bnpm (install|ci)\b/.test(i.getArgumentsContent() ?? ''),
-        );
-        expect(installAt).toBeGreaterThan(0);
-        const copied = copiesOf(build.slice(0, installAt)).flatMap((c) => c.sources);
-        const manifests = [
-          'package.json',
-          'package-lock.json',
-          ...workspaceDirs().map((ws) => `${ws}/package.json`),
-        ];
-        // A missing line means `npm ci` would not link that workspace: add `COPY <ws>/package.json <ws>/`.
-        expect(manifests.filter((m) => !copied.includes(m))).toEqual([]);
-        const copiesAfter = copiesOf(build.slice(installAt)).filter((c) => !c.from);
-        expect(copiesAfter.length).toBeGreaterThan(0);
-        expect(
-          build
-            .slice(installAt)
-            .some(
-              (i) =>
-                i.getKeyword() === 'RUN' && (i.getArgumentsContent() ?? '').includes(`nx run ${app}:build`),
-            ),
-        ).toBe(true);
-        expect(
-          build.some(
-            (i) =>
-              i.getKeyword() === 'RUN' &&
-              /npm prune --omit=dev|npm (install|ci) [^&]*--omit=dev/.test(i.getArgumentsContent() ?? ''),
-          ),
-        ).toBe(true);
-      });
+    it('is multi-stage on node:20-bookworm-slim, the final stage copying from an earlier one', () => {
+      expect(stages.length).toBeGreaterThanOrEqual(2);
+      // Each FROM names the Node image or an earlier stage (an unknown SERVICE names neither).
+      expect(
+        stages.filter((s) => !s.parent && s.base !== NODE_IMAGE).map((s) => `${s.name}: FROM ${s.base}`),
+      ).toEqual([]);
+      expect(stages.map(rootBase).filter((b) => b !== NODE_IMAGE)).toEqual([]);
+      const earlier = stages.slice(0, -1).map((s) => s.name);
+      const froms = copiesOf(final.steps)
+        .map((c) => c.from)
+        .filter(Boolean);
+      expect(froms.length).toBeGreaterThan(0);
+      for (const from of froms) expect(earlier).toContain(from);
+    });
 
-      it('copies only paths that exist in the context and are not excluded by .dockerignore', () => {
-        const allFiles = walk('.');
-        const problems: string[] = [];
-        const copies = stages.flatMap((s) => copiesOf(s.instructions)).filter((c) => !c.from);
-        expect(copies.length).toBeGreaterThan(0);
-        for (const copy of copies) {
-          for (const source of copy.sources) {
-            if (/^https?:\/\//.test(source)) continue;
-            const clean = posix.normalize(source).replace(/\/$/, '') || '.';
-            if (clean.startsWith('..') || clean.startsWith('/')) {
-              problems.push(`line ${copy.line}: ${source} is outside the build context`);
-            } else if (/[*?[]/.test(clean)) {
-              const re = globToRegex(clean);
-              if (!allFiles.some((f) => re.test(f) && !isIgnored(dockerignore, f)))
-                problems.push(`line ${copy.line}: ${source} matches nothing in the context`);
-            } else if (!existsSync(join(ROOT, clean))) {
-              problems.push(`line ${copy.line}: ${source} does not exist`);
-            } else if (isIgnored(dockerignore, clean)) {
-              problems.push(`line ${copy.line}: ${source} is excluded by .dockerignore`);
-            }
+    it('copies every workspace manifest before installing dependencies, then builds this app and prunes', () => {
+      expect(buildStage).toBeDefined();
+      const build = buildStage!.steps;
+      const installAt = installOf(build);
+      expect(installAt).toBeGreaterThan(0);
+      // SERVICE in scope would be in the install's cache key: one `npm ci` per service, not one for all.
+      expect(Object.keys(build[installAt].vars)).not.toContain('SERVICE');
+      const copied = copiesOf(build.slice(0, installAt)).flatMap((c) => c.sources);
+      const manifests = [
+        'package.json',
+        'package-lock.json',
+        ...workspaceDirs().map((ws) => `${ws}/package.json`),
+      ];
+      // A missing line means `npm ci` would not link that workspace: add `COPY <ws>/package.json <ws>/`.
+      expect(manifests.filter((m) => !copied.includes(m))).toEqual([]);
+      const copiesAfter = copiesOf(build.slice(installAt)).filter((c) => !c.from);
+      expect(copiesAfter.length).toBeGreaterThan(0);
+      // SERVICE must be declared (ARG) in the stage, or the shell sees it empty.
+      expect(
+        build.slice(installAt).some((s) => s.keyword === 'RUN' && shellOf(s).includes(`nx run ${app}:build`)),
+      ).toBe(true);
+      expect(
+        build.some(
+          (s) =>
+            s.keyword === 'RUN' && /npm prune --omit=dev|npm (install|ci) [^&]*--omit=dev/.test(shellOf(s)),
+        ),
+      ).toBe(true);
+    });
+
+    it('copies only paths that exist in the context and are not excluded by .dockerignore', () => {
+      const allFiles = walk('.');
+      const problems: string[] = [];
+      const copies = copiesOf(stages.flatMap((s) => s.steps)).filter((c) => !c.from);
+      expect(copies.length).toBeGreaterThan(0);
+      for (const copy of copies) {
+        for (const source of copy.sources) {
+          if (/^https?:\/\//.test(source)) continue;
+          const clean = posix.normalize(source).replace(/\/$/, '') || '.';
+          if (clean.startsWith('..') || clean.startsWith('/')) {
+            problems.push(`line ${copy.line}: ${source} is outside the build context`);
+          } else if (/[*?[]/.test(clean)) {
+            const re = globToRegex(clean);
+            if (!allFiles.some((f) => re.test(f) && !isIgnored(dockerignore, f)))
+              problems.push(`line ${copy.line}: ${source} matches nothing in the context`);
+          } else if (!existsSync(join(ROOT, clean))) {
+            problems.push(`line ${copy.line}: ${source} does not exist`);
+          } else if (isIgnored(dockerignore, clean)) {
+            problems.push(`line ${copy.line}: ${source} is excluded by .dockerignore`);
           }
         }
-        expect(problems).toEqual([]);
-      });
+      }
+      expect(problems).toEqual([]);
+    });
 
-      it('runs as a non-root user in production mode, listening on all interfaces', () => {
-        const users = keyword(final, 'USER').map((u) => u.getArgumentsContent()?.trim() ?? '');
-        expect(users.length).toBeGreaterThan(0);
-        expect(users[users.length - 1]).not.toMatch(/^(root|0)(:.*)?$/);
-        const env = Object.fromEntries(
-          keyword(final, 'ENV').flatMap((e) =>
-            (e as unknown as { getProperties(): { getName(): string; getValue(): string | null }[] })
-              .getProperties()
-              .map((p) => [p.getName(), p.getValue()]),
-          ),
+    it('ships only the root manifest, the production node_modules, the libraries and this app, where they were built', () => {
+      expect(buildStage).toBeDefined();
+      const buildDir = workdirOf([buildStage!]);
+      const runDir = workdirOf(chain);
+      const shipped = copiesOf(final.steps)
+        .filter((c) => c.from)
+        .flatMap((c) =>
+          c.sources.map((source) => ({
+            from: c.from,
+            source: posix.relative(buildDir, posix.resolve(buildDir, source)),
+            dest: posix.relative(runDir, posix.resolve(runDir, destOf(source, c.dest, buildDir))),
+          })),
         );
-        expect(env.NODE_ENV).toBe('production');
-        expect(env.HOST).toBe('0.0.0.0');
-        if (env.PORT !== undefined) expect(Number(env.PORT)).toBe(SERVICES[app]?.port);
-      });
+      expect(shipped.map((s) => s.source).sort()).toEqual(
+        ['package.json', 'node_modules', 'libs', `apps/${app}`].sort(),
+      );
+      for (const s of shipped)
+        expect(s).toEqual({ from: buildStage!.name, source: s.source, dest: s.source });
+    });
 
-      it('exposes the documented port, has a HEALTHCHECK on /healthz and starts the compiled entry', () => {
-        const exposed = keyword(final, 'EXPOSE').flatMap((e) =>
-          e.getArguments().map((a) => Number(a.getValue().replace(/\/tcp$/, ''))),
-        );
-        expect(exposed).toContain(SERVICES[app]?.port);
-        const healthchecks = keyword(final, 'HEALTHCHECK');
-        expect(healthchecks).toHaveLength(1);
-        expect(healthchecks[0].getArgumentsContent()).toMatch(/\bCMD\b[\s\S]*\/healthz/);
-        expect(healthchecks[0].getArgumentsContent()).not.toMatch(/\bcurl\b|\bwget\b/); // not in slim images
-        const cmd = keyword(final, 'CMD');
-        expect(cmd).toHaveLength(1);
-        expect(cmd[0].getArgumentsContent()?.replace(/\s+/g, '')).toBe(`["node","apps/${app}/dist/main.js"]`);
-      });
-    },
-  );
+    it('runs as a non-root user in production mode, listening on all interfaces on its port', () => {
+      const users = stepsOf(chain, 'USER').map((u) => shellOf(u).trim());
+      expect(users.length).toBeGreaterThan(0);
+      expect(users[users.length - 1]).not.toMatch(/^(root|0)(:.*)?$/);
+      expect(final.env.NODE_ENV).toBe('production');
+      expect(final.env.HOST).toBe('0.0.0.0');
+      expect(Number(final.env.PORT)).toBe(SERVICES[app]?.port);
+    });
+
+    it("exposes the documented port, has a HEALTHCHECK on /healthz of $PORT and starts the app's compiled entry", () => {
+      const exposed = stepsOf(chain, 'EXPOSE').flatMap((e) =>
+        shellOf(e)
+          .split(/\s+/)
+          .map((p) => Number(p.replace(/\/tcp$/, ''))),
+      );
+      expect(exposed).toContain(SERVICES[app]?.port);
+      const healthchecks = stepsOf(chain, 'HEALTHCHECK').map(
+        (h) => h.instruction.getArgumentsContent() ?? '',
+      );
+      expect(healthchecks).toHaveLength(1);
+      expect(healthchecks[0]).toMatch(/\bCMD\b[\s\S]*\/healthz/);
+      expect(healthchecks[0]).toMatch(/process\.env\.PORT|\$\{?PORT\b/);
+      expect(healthchecks[0]).not.toMatch(/\bcurl\b|\bwget\b/); // not in slim images
+      const cmd = stepsOf(chain, 'CMD');
+      expect(cmd).toHaveLength(1);
+      // What `npm run build` writes (src/main.ts → dist/main.js), shipped with apps/<app> above.
+      expect(builtEntry(app)).toBe(`apps/${app}/dist/main.js`);
+      expect(entryOf(cmd[0], final.env)).toBe(builtEntry(app));
+    });
+  });
 });
 
 describe('docker-compose.yml', () => {
@@ -477,20 +661,31 @@ describe('docker-compose.yml', () => {
     expect(rawPassword).toMatch(/^\$\{POSTGRES_PASSWORD:?-[^}]+\}$/);
   });
 
-  it('has a service for every app, built from its Dockerfile with the repository root as context', () => {
+  it('has a service for every app, built from the root Dockerfile with SERVICE=<app> and the repository root as context', () => {
     for (const app of APPS) {
       const build = services[app]?.build as Dict | string | undefined;
-      expect({ app, build }).toEqual({ app, build: { context: '.', dockerfile: `apps/${app}/Dockerfile` } });
+      expect({ app, build }).toEqual({
+        app,
+        build: { context: '.', dockerfile: 'Dockerfile', args: { SERVICE: app } },
+      });
     }
     for (const [name, service] of Object.entries(services)) {
       if (!service.build) continue;
       const build = service.build as Dict;
+      const file = join(ROOT, String(build.context ?? '.'), String(build.dockerfile ?? 'Dockerfile'));
+      expect({ name, dockerfile: existsSync(file) }).toEqual({ name, dockerfile: true });
+      // A build arg no ARG declares is ignored (with a warning): a typo would build the wrong thing.
+      const declared = DockerfileParser.parse(readFileSync(file, 'utf8'))
+        .getInstructions()
+        .filter((i) => i.getKeyword() === 'ARG')
+        .flatMap((i) => propertiesOf(i).map((p) => p.name));
       expect({
         name,
-        dockerfile: existsSync(
-          join(ROOT, String(build.context ?? '.'), String(build.dockerfile ?? 'Dockerfile')),
-        ),
-      }).toEqual({ name, dockerfile: true });
+        undeclared: Object.keys(buildArgsOf(service)).filter((a) => !declared.includes(a)),
+      }).toEqual({
+        name,
+        undeclared: [],
+      });
     }
   });
 
@@ -502,10 +697,14 @@ describe('docker-compose.yml', () => {
     it('maps the documented port and the Dockerfile EXPOSEs it', () => {
       expect(portsOf(service)).toEqual([{ published: expected.port, target: expected.port }]);
       if (env.PORT !== undefined) expect(Number(env.PORT)).toBe(expected.port);
-      const dockerfile = DockerfileParser.parse(read(`apps/${app}/Dockerfile`));
-      const stages = stagesOf(dockerfile);
-      const exposed = keyword(stages[stages.length - 1], 'EXPOSE').flatMap((e) =>
-        e.getArguments().map((a) => Number(a.getValue().replace(/\/tcp$/, ''))),
+      // The image this service's build (its Dockerfile and build args) makes.
+      const build = (service.build ?? {}) as Dict;
+      const file = posix.join(String(build.context ?? '.'), String(build.dockerfile ?? 'Dockerfile'));
+      const { chain } = resolveImage(DockerfileParser.parse(read(file)), buildArgsOf(service));
+      const exposed = stepsOf(chain, 'EXPOSE').flatMap((e) =>
+        shellOf(e)
+          .split(/\s+/)
+          .map((p) => Number(p.replace(/\/tcp$/, ''))),
       );
       expect(exposed).toContain(expected.port);
     });

@@ -27,7 +27,7 @@ describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
   test('a lib may not import an app', async () => {
     const errors = await boundaryErrors(
       'libs/db/src/zz-check.ts',
-      "import { buildApp } from '@platform/microblog-api/src/app';\nexport const f = buildApp;\n",
+      "import { seedDemoData } from '@platform/microblog-api/posts/seed';\nexport const f = seedDemoData;\n",
     );
     expect(errors.length).toBeGreaterThan(0);
   }, 60_000);
@@ -35,7 +35,7 @@ describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
   test('a service may not import another service', async () => {
     const errors = await boundaryErrors(
       'apps/workspace-api/src/zz-check.ts',
-      "import { loadConfig } from '@platform/microblog-api/src/config';\nexport const f = loadConfig;\n",
+      "import { migrations } from '@platform/microblog-api/db/migrations';\nexport const f = migrations;\n",
     );
     expect(errors).toEqual([
       expect.stringMatching(/type:app.*can only depend on libs tagged with "type:lib"/),

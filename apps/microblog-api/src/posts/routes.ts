@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { errorResponses, problemDetailsDialect, RequestValidationError } from '@platform/http-kit';
+import { errorResponses, RequestValidationError } from '@platform/http-kit';
 import { annotate, MAX_ID } from '@platform/schema';
-import { PostNotFoundError } from '../errors';
+import { PostNotFoundError, problemDetailsDialect } from '../errors';
 import type { ReplyRow } from '../db/schema';
 import { createPostsRepository, type PostWithReplies } from './repository';
 import {

@@ -5,6 +5,7 @@ import {
   IsoTimestamp,
   PageLimit,
   StringEnum,
+  TRIM,
   TrimmedText,
   withMessage,
 } from '@platform/schema';
@@ -109,7 +110,7 @@ export const CreateReplyBody = Type.Object(
     student_name: Type.Optional(
       withMessage(
         Type.Union([StudentName, Type.Null()], {
-          'x-trim': true,
+          [TRIM]: true,
           description: 'Optional; absent or null: anonymous',
         }),
         'must be 1..50 characters or null',

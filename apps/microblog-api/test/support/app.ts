@@ -1,51 +1,19 @@
-import type { FastifyInstance } from 'fastify';
-import { openDatabase, type Database } from '@platform/db';
-import { testDatabase } from '@platform/db/testing';
+import type { Database } from '@platform/db';
+import * as testing from '@platform/http-kit/testing';
 import { buildApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import type { MicroblogDatabase } from '../../src/db/schema';
 
-export interface TestApp {
-  app: FastifyInstance;
-  config: Config;
-  database: Database<MicroblogDatabase>;
-  /** SQL statements run since the last `queries.length = 0` (only when `countQueries`). */
-  queries: string[];
-  close(): Promise<void>;
-}
+export type TestApp = testing.TestApp<Config, MicroblogDatabase>;
 
-/**
- * The real app, built by the production factory with production server options, over a fresh
- * database: a new schema of the test PostgreSQL (DATABASE_URL, or the local server Jest's global
- * setup provides).
- */
-export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const fresh = testDatabase('microblog');
-  const config = loadConfig({
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    WRITE_RATE_LIMIT: '100000',
-    ...env,
+/** The real app over a fresh schema (see `buildTestApp` of http-kit), its write limit out of the way. */
+export function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  return testing.buildTestApp({
+    service: 'microblog',
+    loadConfig,
+    buildApp,
+    env: { WRITE_RATE_LIMIT: '100000', ...env },
   });
-  config.database = { ...fresh.config };
-  const queries: string[] = [];
-  const database = await openDatabase<MicroblogDatabase>(config.database, {
-    onQuery: (event) => {
-      if (event.level === 'query') queries.push(event.query.sql);
-    },
-  });
-  const app = await buildApp(config, { database });
-  await app.ready();
-  return {
-    app,
-    config,
-    database,
-    queries,
-    async close() {
-      await app.close();
-      await database.close();
-      await fresh.cleanup();
-    },
-  };
 }
 
 /** What writes can change (posts, replies, all reaction counters), to show a rejected request stored nothing. */

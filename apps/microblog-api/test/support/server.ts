@@ -1,9 +1,8 @@
+import * as testing from '@platform/http-kit/testing';
 import type { Config } from '../../src/config';
 import { buildTestApp, type TestApp } from './app';
 
-export interface TestServer extends TestApp {
-  baseUrl: string;
-}
+export type TestServer = testing.TestServer<TestApp>;
 
 const ENV_OF: Partial<Record<keyof Config, string>> = {
   writeRateLimit: 'WRITE_RATE_LIMIT',
@@ -18,9 +17,5 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     if (!name) throw new Error(`startTestServer: unsupported override ${key}`);
     env[name] = Array.isArray(value) ? value.join(',') : String(value);
   }
-  const testApp = await buildTestApp(env);
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = testApp.app.server.address();
-  if (!address || typeof address === 'string') throw new Error('server has no TCP address');
-  return { ...testApp, baseUrl: `http://127.0.0.1:${address.port}` };
+  return testing.startTestServer(await buildTestApp(env));
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { SocialDatabase } from '../db/schema';
 import { fakePosts } from './posts';
+import type { FakeGenerator } from './progress';
 import { fakeUsers } from './users';
 
 export const FAKE_USAGE = `  fake users <N>                add N users (no password), each following 0-5 of the new ones
@@ -8,6 +9,8 @@ export const FAKE_USAGE = `  fake users <N>                add N users (no passw
 
 export const FAKE_KINDS = ['users', 'posts'] as const;
 export type FakeKind = (typeof FAKE_KINDS)[number];
+
+const generators: Record<FakeKind, FakeGenerator> = { users: fakeUsers, posts: fakePosts };
 
 export const isFakeKind = (value: string | undefined): value is FakeKind =>
   FAKE_KINDS.includes(value as FakeKind);
@@ -30,7 +33,7 @@ export async function fakeCommand(
   count: number,
   out: (line: string) => void,
 ): Promise<number> {
-  const added = kind === 'users' ? await fakeUsers(db, count) : await fakePosts(db, count);
+  const added = await generators[kind](db, count);
   out(`${added} ${kind} added.`);
   return 0;
 }

@@ -1,7 +1,5 @@
 import { faker } from '@faker-js/faker';
-import type { Kysely } from 'kysely';
-import type { SocialDatabase } from '../db/schema';
-import { progressBar as defaultProgressBar, type FakeOptions } from './progress';
+import { progressBar as defaultProgressBar, type FakeGenerator } from './progress';
 import { createFakeRepository } from './repository';
 
 /** Posts per INSERT: three array parameters whatever the size; ~1 MB of text. */
@@ -33,13 +31,8 @@ function postText(pool: string[]): string {
  * Adds `count` posts, each by a random existing user, with faker text and a random timestamp
  * between the start of the current year (UTC) and now, in batches. Fails when there are no users.
  */
-export async function fakePosts(
-  db: Kysely<SocialDatabase>,
-  count: number,
-  options: FakeOptions = {},
-): Promise<number> {
+export const fakePosts: FakeGenerator = async (db, count, { progressBar = defaultProgressBar } = {}) => {
   const repository = createFakeRepository(db);
-  const progressBar = options.progressBar ?? defaultProgressBar;
   const authors = await repository.userIds();
   if (!authors.length)
     throw new Error('there are no users to write the posts: add some first with `fake users <count>`');
@@ -70,4 +63,4 @@ export async function fakePosts(
 
   await repository.analyze(['posts']);
   return added;
-}
+};

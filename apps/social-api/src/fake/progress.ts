@@ -1,4 +1,6 @@
 import { Presets, SingleBar } from 'cli-progress';
+import type { Kysely } from 'kysely';
+import type { SocialDatabase } from '../db/schema';
 
 export interface Progress {
   advance(by: number): void;
@@ -9,6 +11,13 @@ export interface FakeOptions {
   /** How progress is shown (default: a bar when stdout is a terminal). */
   progressBar?: typeof progressBar;
 }
+
+/** A fake data generator: adds `count` rows of its kind and returns how many it added. */
+export type FakeGenerator = (
+  db: Kysely<SocialDatabase>,
+  count: number,
+  options?: FakeOptions,
+) => Promise<number>;
 
 const silent: Progress = { advance: () => undefined, stop: () => undefined };
 

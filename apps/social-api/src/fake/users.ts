@@ -1,7 +1,5 @@
 import { faker } from '@faker-js/faker';
-import type { Kysely } from 'kysely';
-import type { SocialDatabase } from '../db/schema';
-import { progressBar as defaultProgressBar, type FakeOptions } from './progress';
+import { progressBar as defaultProgressBar, type FakeGenerator } from './progress';
 import { createFakeRepository, type FakeUser } from './repository';
 
 /** Rows per INSERT (three parameters a row, far below the 65535 limit). */
@@ -74,13 +72,8 @@ function othersThan(self: number, size: number, count: number): Set<number> {
  * batch is topped up with new candidates carrying a number, so collisions never stop the command.
  * Then each new user follows 0 to 5 others of the new users. Returns the number of users added.
  */
-export async function fakeUsers(
-  db: Kysely<SocialDatabase>,
-  count: number,
-  options: FakeOptions = {},
-): Promise<number> {
+export const fakeUsers: FakeGenerator = async (db, count, { progressBar = defaultProgressBar } = {}) => {
   const repository = createFakeRepository(db);
-  const progressBar = options.progressBar ?? defaultProgressBar;
   const ids: number[] = [];
 
   const usersBar = progressBar('users', count);
@@ -124,4 +117,4 @@ export async function fakeUsers(
 
   await repository.analyze(['users', 'followers']);
   return ids.length;
-}
+};

@@ -1,8 +1,7 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { SocialDatabase } from '../db/schema';
 import type { PageRequest, PageSource } from '../pagination';
-import { publicUserColumns } from '../users/repository';
-import type { PublicUserRow } from '../users/serialize';
+import { publicUserColumns, type PublicUserRow } from '../users/repository';
 
 export interface PostWithAuthor {
   id: number;
@@ -23,19 +22,12 @@ const postWithAuthorColumns = [
 
 type Row = { post_id: number; post_text: string; post_timestamp: Date } & PublicUserRow;
 
-const toPost = (r: Row): PostWithAuthor => ({
-  id: r.post_id,
-  text: r.post_text,
-  timestamp: r.post_timestamp,
-  author: {
-    id: r.id,
-    username: r.username,
-    email: r.email,
-    about_me: r.about_me,
-    first_seen: r.first_seen,
-    last_seen: r.last_seen,
-    has_password: r.has_password,
-  },
+/** The columns left once the post's are taken are exactly the author's (`publicUserColumns`). */
+const toPost = ({ post_id, post_text, post_timestamp, ...author }: Row): PostWithAuthor => ({
+  id: post_id,
+  text: post_text,
+  timestamp: post_timestamp,
+  author,
 });
 
 export function createPostsRepository(db: Kysely<SocialDatabase>) {

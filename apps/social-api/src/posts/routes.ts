@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Forbidden, NotFound } from '../errors';
-import { bearerSecurity, bodyErrors, errors, NoContent, parseId } from '../http';
-import { PageQuery, Paginated, pageRequest, paginate, parseTimestampCursor } from '../pagination';
+import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
+import { collection, PageQuery, Paginated, parseTimestampCursor } from '../pagination';
 import { createUsersRepository } from '../users/repository';
 import { UserIdParams } from '../users/schemas';
 import { serializeUser } from '../users/serialize';
@@ -12,7 +12,7 @@ const PostPage = Paginated(Post, 'PostPage');
 const PAGING_NOTE =
   'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
 
-const serializePost = (p: PostWithAuthor) => ({
+const serializePost = (p: PostWithAuthor): Post => ({
   id: p.id,
   url: `/api/posts/${p.id}`,
   text: p.text,
@@ -20,10 +20,12 @@ const serializePost = (p: PostWithAuthor) => ({
   author: serializeUser(p.author),
 });
 
+const postPage = collection(serializePost, parseTimestampCursor);
+
 const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const posts = createPostsRepository(app.database.db);
   const users = createUsersRepository(app.database.db);
-  const token = { onRequest: app.requireToken };
+  const { token } = routeOptions('posts', app.requireToken);
 
   const existingPost = async (idText: string) => {
     const post = await posts.findById(parseId(idText));
@@ -42,16 +44,11 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/posts',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: 'Create a new post',
-        security: bearerSecurity,
-        body: NewPost,
-        response: { 201: Post, ...bodyErrors(401) },
-      },
-    },
+    token({
+      summary: 'Create a new post',
+      body: NewPost,
+      response: { 201: Post, ...bodyErrors(401) },
+    }),
     async (request, reply) => {
       return reply
         .status(201)
@@ -61,49 +58,34 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/posts',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: 'Retrieve all posts',
-        description: PAGING_NOTE,
-        security: bearerSecurity,
-        querystring: PageQuery,
-        response: { 200: PostPage, ...errors(400, 401) },
-      },
-    },
-    async (request) => paginate(pageRequest(request.query, parseTimestampCursor), posts.all(), serializePost),
+    token({
+      summary: 'Retrieve all posts',
+      description: PAGING_NOTE,
+      querystring: PageQuery,
+      response: { 200: PostPage, ...errors(400, 401) },
+    }),
+    async (request) => postPage(request.query, posts.all()),
   );
 
   app.get(
     '/posts/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: 'Retrieve a post by id',
-        security: bearerSecurity,
-        params: PostIdParams,
-        response: { 200: Post, ...errors(401, 404) },
-      },
-    },
+    token({
+      summary: 'Retrieve a post by id',
+      params: PostIdParams,
+      response: { 200: Post, ...errors(401, 404) },
+    }),
     async (request) => serializePost(await existingPost(request.params.id)),
   );
 
   app.put(
     '/posts/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: 'Edit a post',
-        description: 'Only the author may edit (403 otherwise); the timestamp stays.',
-        security: bearerSecurity,
-        params: PostIdParams,
-        body: PostChanges,
-        response: { 200: Post, ...bodyErrors(401, 403, 404) },
-      },
-    },
+    token({
+      summary: 'Edit a post',
+      description: 'Only the author may edit (403 otherwise); the timestamp stays.',
+      params: PostIdParams,
+      body: PostChanges,
+      response: { 200: Post, ...bodyErrors(401, 403, 404) },
+    }),
     async (request) => {
       const id = await ownPost(request.params.id, request.user.id);
       if (
@@ -117,17 +99,12 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(
     '/posts/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: 'Delete a post',
-        description: 'Only the author may delete (403 otherwise).',
-        security: bearerSecurity,
-        params: PostIdParams,
-        response: { 204: NoContent, ...errors(401, 403, 404) },
-      },
-    },
+    token({
+      summary: 'Delete a post',
+      description: 'Only the author may delete (403 otherwise).',
+      params: PostIdParams,
+      response: { 204: NoContent, ...errors(401, 403, 404) },
+    }),
     async (request, reply) => {
       const id = await ownPost(request.params.id, request.user.id);
       if (!(await posts.delete(id, request.user.id))) throw new NotFound();
@@ -137,44 +114,29 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/users/:id/posts',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: 'Retrieve all posts from a user',
-        description: PAGING_NOTE,
-        security: bearerSecurity,
-        params: UserIdParams,
-        querystring: PageQuery,
-        response: { 200: PostPage, ...errors(400, 401, 404) },
-      },
-    },
+    token({
+      summary: 'Retrieve all posts from a user',
+      description: PAGING_NOTE,
+      params: UserIdParams,
+      querystring: PageQuery,
+      response: { 200: PostPage, ...errors(400, 401, 404) },
+    }),
     async (request) => {
       const user = await users.findById(parseId(request.params.id));
       if (!user) throw new NotFound();
-      return paginate(
-        pageRequest(request.query, parseTimestampCursor),
-        posts.byAuthor(user.id),
-        serializePost,
-      );
+      return postPage(request.query, posts.byAuthor(user.id));
     },
   );
 
   app.get(
     '/feed',
-    {
-      ...token,
-      schema: {
-        tags: ['posts'],
-        summary: "Retrieve the user's post feed",
-        description: `Your own posts and those of everyone you follow, in one query. ${PAGING_NOTE}`,
-        security: bearerSecurity,
-        querystring: PageQuery,
-        response: { 200: PostPage, ...errors(400, 401) },
-      },
-    },
-    async (request) =>
-      paginate(pageRequest(request.query, parseTimestampCursor), posts.feed(request.user.id), serializePost),
+    token({
+      summary: "Retrieve the user's post feed",
+      description: `Your own posts and those of everyone you follow, in one query. ${PAGING_NOTE}`,
+      querystring: PageQuery,
+      response: { 200: PostPage, ...errors(400, 401) },
+    }),
+    async (request) => postPage(request.query, posts.feed(request.user.id)),
   );
 };
 

@@ -4,8 +4,8 @@ const TIMEOUT_MS = 10_000;
 
 /** The provider's authorize URL the browser is sent to. */
 export function authorizeUrl(provider: OAuth2Provider, redirectUri: string, state: string): string {
-  const url = new URL(provider.authorizeUrl);
-  url.searchParams.set('client_id', provider.clientId);
+  const url = new URL(provider.authorize_url);
+  url.searchParams.set('client_id', provider.client_id);
   url.searchParams.set('redirect_uri', redirectUri);
   url.searchParams.set('response_type', 'code');
   url.searchParams.set('scope', provider.scopes.join(' '));
@@ -20,12 +20,12 @@ export async function exchangeCode(
   code: string,
 ): Promise<string | undefined> {
   try {
-    const response = await fetch(provider.accessTokenUrl, {
+    const response = await fetch(provider.access_token_url, {
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({
-        client_id: provider.clientId,
-        client_secret: provider.clientSecret,
+        client_id: provider.client_id,
+        client_secret: provider.client_secret,
         code,
         grant_type: 'authorization_code',
         redirect_uri: redirectUri,
@@ -46,7 +46,7 @@ export async function exchangeCode(
  */
 export async function fetchEmail(provider: OAuth2Provider, accessToken: string): Promise<string | undefined> {
   try {
-    const response = await fetch(provider.userinfoUrl, {
+    const response = await fetch(provider.userinfo_url, {
       headers: { accept: 'application/json', authorization: `Bearer ${accessToken}` },
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
@@ -58,20 +58,5 @@ export async function fetchEmail(provider: OAuth2Provider, accessToken: string):
     return typeof email === 'string' && email.includes('@') && email.length <= 120 ? email : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/**
- * A username for a new OAuth2 user from the address's local part, shaped to the username rules
- * (3..64 characters, a letter first); `taken` decides collisions, answered with a number suffix.
- */
-export async function usernameFor(email: string, taken: (name: string) => Promise<boolean>): Promise<string> {
-  let base = email.split('@')[0].slice(0, 60);
-  if (!/^\p{L}/u.test(base)) base = `user${base}`.slice(0, 60);
-  if ([...base].length < 3) base = `${base}user`;
-  if (!(await taken(base))) return base;
-  for (let n = 2; ; n++) {
-    const candidate = `${base}${n}`;
-    if (!(await taken(candidate))) return candidate;
   }
 }

@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { SocialDatabase, TokenRow } from '../db/schema';
-import { publicUserColumns } from '../users/repository';
-import type { PublicUserRow } from '../users/serialize';
+import { publicUserColumns, type PublicUserRow } from '../users/repository';
 
 export interface NewTokenPair {
   userId: number;

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config';
 import type { SocialDatabase } from '../db/schema';
 import { Unauthorized } from '../errors';
-import type { PublicUserRow } from '../users/serialize';
+import type { PublicUserRow } from '../users/repository';
 import { createJwt, digest, randomToken, sameDigest } from './jwt';
 import { createTokensRepository } from './repository';
 

@@ -1,8 +1,7 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type Selection } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
 import type { PageRequest, PageSource } from '../pagination';
-import type { PublicUserRow } from './serialize';
 
 /** The user columns every user-returning query selects: never the hash, only whether there is one. */
 export const publicUserColumns = [
@@ -14,6 +13,9 @@ export const publicUserColumns = [
   'users.last_seen',
   sql<boolean>`users.password_hash is not null`.as('has_password'),
 ] as const;
+
+/** A user as those columns read it (the type follows the list, so the two cannot drift apart). */
+export type PublicUserRow = Selection<SocialDatabase, 'users', (typeof publicUserColumns)[number]>;
 
 /** Which unique rule a failed write broke, from the constraint (index) name. */
 export function uniqueViolation(error: unknown): 'username' | 'email' | undefined {

@@ -4,13 +4,17 @@ import { RequestValidationError } from '@platform/http-kit';
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
 import { BadRequest, Conflict, NotFound } from '../errors';
-import { bearerSecurity, bodyErrors, errors, NoContent, parseId } from '../http';
-import { PageQuery, Paginated, pageRequest, paginate, parseUsernameCursor } from '../pagination';
+import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
+import { collection, PageQuery, Paginated, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
 import { NewUser, User, UserChanges, UserIdParams, UserKeyParams } from './schemas';
 import { serializeUser } from './serialize';
 
 const UserPage = Paginated(User, 'UserPage');
+/** Every user by id: offset pages only. */
+const allUsersPage = collection(serializeUser);
+/** Follow lists, by username: `after` is a username. */
+const followPage = collection(serializeUser, parseUsernameCursor);
 
 const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
 const differentError = (field: 'username' | 'email') =>
@@ -21,7 +25,7 @@ const FOLLOW_LIST_NOTE =
 
 const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const users = createUsersRepository(app.database.db);
-  const token = { onRequest: app.requireToken };
+  const { open, token } = routeOptions('users', app.requireToken);
 
   /** Both unique rules checked up front (all messages at once, after `earlier` ones); the indexes settle races. */
   async function assertAvailable(
@@ -52,16 +56,13 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/users',
-    {
-      schema: {
-        tags: ['users'],
-        summary: 'Register a new user',
-        description:
-          'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
-        body: NewUser,
-        response: { 201: User, ...bodyErrors() },
-      },
-    },
+    open({
+      summary: 'Register a new user',
+      description:
+        'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
+      body: NewUser,
+      response: { 201: User, ...bodyErrors() },
+    }),
     async (request, reply) => {
       const { username, email, password, about_me } = request.body;
       await assertAvailable({ username, email });
@@ -82,34 +83,24 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/users',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Retrieve all users',
-        description: 'Ordered by id. `limit`/`offset` only: `after` is a 400 on this collection.',
-        security: bearerSecurity,
-        querystring: PageQuery,
-        response: { 200: UserPage, ...errors(400, 401) },
-      },
-    },
-    async (request) => paginate(pageRequest(request.query), users.all(), serializeUser),
+    token({
+      summary: 'Retrieve all users',
+      description: 'Ordered by id. `limit`/`offset` only: `after` is a 400 on this collection.',
+      querystring: PageQuery,
+      response: { 200: UserPage, ...errors(400, 401) },
+    }),
+    async (request) => allUsersPage(request.query, users.all()),
   );
 
   app.get(
     '/users/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Retrieve a user by id or by username',
-        description:
-          'Digits are an id; anything else is a username (usernames start with a letter, so the two never collide).',
-        security: bearerSecurity,
-        params: UserKeyParams,
-        response: { 200: User, ...errors(401, 404) },
-      },
-    },
+    token({
+      summary: 'Retrieve a user by id or by username',
+      description:
+        'Digits are an id; anything else is a username (usernames start with a letter, so the two never collide).',
+      params: UserKeyParams,
+      response: { 200: User, ...errors(401, 404) },
+    }),
     async (request) => {
       const { id: key } = request.params;
       const user = /^[0-9]+$/.test(key)
@@ -122,34 +113,24 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/me',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Retrieve the authenticated user',
-        security: bearerSecurity,
-        response: { 200: User, ...errors(401) },
-      },
-    },
+    token({
+      summary: 'Retrieve the authenticated user',
+      response: { 200: User, ...errors(401) },
+    }),
     async (request) => serializeUser(request.user),
   );
 
   app.put(
     '/me',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Edit user information',
-        description:
-          'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
-          'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
-          'password (OAuth2, fake) set one through the reset flow.',
-        security: bearerSecurity,
-        body: UserChanges,
-        response: { 200: User, ...bodyErrors(401) },
-      },
-    },
+    token({
+      summary: 'Edit user information',
+      description:
+        'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
+        'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
+        'password (OAuth2, fake) set one through the reset flow.',
+      body: UserChanges,
+      response: { 200: User, ...bodyErrors(401) },
+    }),
     async (request) => {
       const me = request.user;
       const { username, email, about_me, password, old_password } = request.body;
@@ -178,62 +159,38 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         : ['Retrieve my followers', "Retrieve a user's followers"];
     app.get(
       `/me/${direction}`,
-      {
-        ...token,
-        schema: {
-          tags: ['users'],
-          summary: summaries[0],
-          description: FOLLOW_LIST_NOTE,
-          security: bearerSecurity,
-          querystring: PageQuery,
-          response: { 200: UserPage, ...errors(400, 401) },
-        },
-      },
-      async (request) =>
-        paginate(
-          pageRequest(request.query, parseUsernameCursor),
-          users[direction](request.user.id),
-          serializeUser,
-        ),
+      token({
+        summary: summaries[0],
+        description: FOLLOW_LIST_NOTE,
+        querystring: PageQuery,
+        response: { 200: UserPage, ...errors(400, 401) },
+      }),
+      async (request) => followPage(request.query, users[direction](request.user.id)),
     );
     app.get(
       `/users/:id/${direction}`,
-      {
-        ...token,
-        schema: {
-          tags: ['users'],
-          summary: summaries[1],
-          description: FOLLOW_LIST_NOTE,
-          security: bearerSecurity,
-          params: UserIdParams,
-          querystring: PageQuery,
-          response: { 200: UserPage, ...errors(400, 401, 404) },
-        },
-      },
+      token({
+        summary: summaries[1],
+        description: FOLLOW_LIST_NOTE,
+        params: UserIdParams,
+        querystring: PageQuery,
+        response: { 200: UserPage, ...errors(400, 401, 404) },
+      }),
       async (request) => {
         const user = await existingUser(request.params.id);
-        return paginate(
-          pageRequest(request.query, parseUsernameCursor),
-          users[direction](user.id),
-          serializeUser,
-        );
+        return followPage(request.query, users[direction](user.id));
       },
     );
   }
 
   app.get(
     '/me/following/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Check whether a user is followed',
-        description: '204 when you follow the user; 404 when you do not, or there is no such user.',
-        security: bearerSecurity,
-        params: UserIdParams,
-        response: { 204: NoContent, ...errors(401, 404) },
-      },
-    },
+    token({
+      summary: 'Check whether a user is followed',
+      description: '204 when you follow the user; 404 when you do not, or there is no such user.',
+      params: UserIdParams,
+      response: { 204: NoContent, ...errors(401, 404) },
+    }),
     async (request, reply) => {
       const user = await existingUser(request.params.id);
       if (!(await users.isFollowing(request.user.id, user.id))) throw new NotFound();
@@ -243,17 +200,12 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/me/following/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Follow a user',
-        description: '409 when already followed. Following yourself is allowed (as in the Flask backend).',
-        security: bearerSecurity,
-        params: UserIdParams,
-        response: { 204: NoContent, ...errors(401, 404, 409) },
-      },
-    },
+    token({
+      summary: 'Follow a user',
+      description: '409 when already followed. Following yourself is allowed (as in the Flask backend).',
+      params: UserIdParams,
+      response: { 204: NoContent, ...errors(401, 404, 409) },
+    }),
     async (request, reply) => {
       const user = await existingUser(request.params.id);
       const followed = await users.follow(request.user.id, user.id).catch((error: unknown) => {
@@ -268,17 +220,12 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(
     '/me/following/:id',
-    {
-      ...token,
-      schema: {
-        tags: ['users'],
-        summary: 'Unfollow a user',
-        description: '409 when not followed.',
-        security: bearerSecurity,
-        params: UserIdParams,
-        response: { 204: NoContent, ...errors(401, 404, 409) },
-      },
-    },
+    token({
+      summary: 'Unfollow a user',
+      description: '409 when not followed.',
+      params: UserIdParams,
+      response: { 204: NoContent, ...errors(401, 404, 409) },
+    }),
     async (request, reply) => {
       const user = await existingUser(request.params.id);
       if (!(await users.unfollow(request.user.id, user.id))) throw new Conflict();

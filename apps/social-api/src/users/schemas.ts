@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { IsoTimestamp, Nullable } from '@platform/schema';
+import { IsoTimestamp, Nullable, VALIDATION_MESSAGE } from '@platform/schema';
 
 /** A user as every endpoint returns it (also nested as a post's `author`); never a password or hash. */
 export const User = Type.Object(
@@ -27,7 +27,7 @@ const Username = Type.String({
   minLength: 3,
   maxLength: 64,
   // A separate subschema so its message does not replace the length message.
-  allOf: [{ pattern: '^\\p{L}', 'x-error-message': 'Username must start with a letter' }],
+  allOf: [{ pattern: '^\\p{L}', [VALIDATION_MESSAGE]: 'Username must start with a letter' }],
   description: '3..64 characters, the first a letter; unique',
 });
 const Email = Type.String({

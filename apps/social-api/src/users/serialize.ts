@@ -1,9 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { UserRow } from '../db/schema';
+import type { PublicUserRow } from './repository';
 import type { User } from './schemas';
-
-/** The user's columns, minus the secret: what every query that returns users selects. */
-export type PublicUserRow = Omit<UserRow, 'password_hash'> & { has_password: boolean };
 
 export const avatarUrl = (email: string) =>
   `https://www.gravatar.com/avatar/${createHash('md5').update(email.toLowerCase()).digest('hex')}?d=identicon`;

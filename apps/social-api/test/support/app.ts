@@ -1,6 +1,5 @@
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { openDatabase, type Database } from '@platform/db';
-import { testDatabase } from '@platform/db/testing';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import * as testing from '@platform/http-kit/testing';
 import { buildApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import type { SocialDatabase } from '../../src/db/schema';
@@ -20,10 +19,7 @@ export interface TestUser {
   token: string;
 }
 
-export interface TestApp {
-  app: FastifyInstance;
-  config: Config;
-  database: Database<SocialDatabase>;
+export interface TestApp extends testing.TestApp<Config, SocialDatabase> {
   clock: TestClock;
   /** Registers a user through the API and logs them in (username `user<n>` unless given). */
   register(
@@ -33,39 +29,32 @@ export interface TestApp {
   login(name: string, password: string): Promise<LightMyRequestResponse>;
   /** A request with `Authorization: Bearer <token>` (when a token is given). */
   as(token: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
-  close(): Promise<void>;
 }
 
 export const basic = (name: string, password: string) =>
   `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
 
 /**
- * The real app, built by the production factory with production server options, over a fresh
- * database (a new schema of the test PostgreSQL: DATABASE_URL, or the local server Jest's global
- * setup provides), with cheap argon2 parameters and a movable clock. Auth is on (the Flask tests turn
- * DISABLE_AUTH on; ours exercise real tokens everywhere).
+ * The real app over a fresh schema (see `buildTestApp` of http-kit), with cheap argon2 parameters and
+ * a movable clock. Auth is on (the Flask tests turn DISABLE_AUTH on; ours exercise real tokens
+ * everywhere).
  */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const fresh = testDatabase('social');
-  const config = loadConfig({
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ARGON2_MEMORY_KIB: '1024',
-    ARGON2_TIME_COST: '1',
-    ...env,
-  });
-  config.database = { ...fresh.config };
-  const database = await openDatabase<SocialDatabase>(config.database);
   let offset = 0;
   const clock: TestClock = { now: () => new Date(Date.now() + offset), advance: (ms) => void (offset += ms) };
-  const app = await buildApp(config, { database, clock: clock.now });
-  await app.ready();
+  const base = await testing.buildTestApp({
+    service: 'social',
+    loadConfig,
+    buildApp,
+    env: { ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1', ...env },
+    dependencies: { clock: clock.now },
+  });
+  const { app } = base;
   let n = 0;
   const login: TestApp['login'] = (name, password) =>
     app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
   return {
-    app,
-    config,
-    database,
+    ...base,
     clock,
     login,
     async register(fields = {}) {
@@ -94,10 +83,5 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
         ...options,
         headers: { ...(options.headers ?? {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
       }),
-    async close() {
-      await app.close();
-      await database.close();
-      await fresh.cleanup();
-    },
   };
 }

@@ -1,14 +1,9 @@
+import * as testing from '@platform/http-kit/testing';
 import { buildTestApp, type TestApp } from './app';
 
-export interface TestServer extends TestApp {
-  baseUrl: string;
-}
+export type TestServer = testing.TestServer<TestApp>;
 
 /** The real app listening on a random loopback port, for tests that need real HTTP or a browser. */
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const testApp = await buildTestApp(env);
-  await testApp.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = testApp.app.server.address();
-  if (!address || typeof address === 'string') throw new Error('server has no TCP address');
-  return { ...testApp, baseUrl: `http://127.0.0.1:${address.port}` };
+  return testing.startTestServer(await buildTestApp(env));
 }

@@ -38,8 +38,6 @@ export default fp(
     app.addHook('preValidation', async (request) => {
       const access: OperationAccess | undefined = request.routeOptions.config.access;
       if (!access) return;
-      // A POST without a body (credentials in the headers only) is an empty operation body.
-      if (request.body === undefined && request.method === 'POST') request.body = {};
       const apiKey = header(request, 'api-key') ?? bodyField(request, 'api_key');
       const secret = header(request, 'api-key-secret') ?? bodyField(request, 'api_key_secret');
       if (!apiKey || !secret) throw new InvalidRequest();

@@ -94,9 +94,16 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
       }
     },
 
-    /** Removes a membership; false when there was none (or the user or group does not exist). */
-    async removeMember(userId: string, groupId: string): Promise<boolean> {
-      const removed = await db
+    /**
+     * Removes a membership (in a transaction when `executor` is one); false when there was none (the
+     * user or group does not exist, or a concurrent move already took the row).
+     */
+    async removeMember(
+      userId: string,
+      groupId: string,
+      executor: Kysely<WorkspaceDatabase> = db,
+    ): Promise<boolean> {
+      const removed = await executor
         .deleteFrom('user_groups')
         .where('user_id', '=', userId)
         .where('group_id', '=', groupId)
@@ -176,21 +183,6 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
       return (
         'id' in by ? query.where('id', '=', by.id) : query.where('name', '=', by.name)
       ).executeTakeFirst();
-    },
-
-    /** False when the user was not a member (a concurrent move already took the row). */
-    async deleteMembership(
-      trx: Transaction<WorkspaceDatabase>,
-      userId: string,
-      groupId: string,
-    ): Promise<boolean> {
-      const removed = await trx
-        .deleteFrom('user_groups')
-        .where('user_id', '=', userId)
-        .where('group_id', '=', groupId)
-        .returning('user_id')
-        .executeTakeFirst();
-      return removed !== undefined;
     },
 
     /** False when the user already is a member (never a second row). */

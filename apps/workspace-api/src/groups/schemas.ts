@@ -1,21 +1,18 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Nullable } from '@platform/schema';
-import { IdInput, KasmId } from '../kasm/wire';
 import { OperationBody } from '../kasm/operation';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kasm/paging';
+import { IdInput, KasmId } from '../kasm/wire';
 
 /** Kasm's priority range: when group settings layer, the lower number wins. */
 export const PRIORITY_MIN = 1;
 export const PRIORITY_MAX = 4095;
 
-/** get_users_group paging (as get_users): `page_size` 1..1000, 100 when `page` is given without it. */
-export const DEFAULT_PAGE_SIZE = 100;
-export const MAX_PAGE_SIZE = 1000;
-
 export const Group = Type.Object(
   {
     group_id: KasmId,
     name: Type.String(),
-    description: Type.Union([Type.String(), Type.Null()]),
+    description: Nullable(Type.String()),
     priority: Type.Integer({
       minimum: PRIORITY_MIN,
       maximum: PRIORITY_MAX,
@@ -31,7 +28,6 @@ export const GroupResponse = Type.Object({ group: Group });
 export const GroupsResponse = Type.Object({
   groups: Type.Array(Group, { description: 'Ordered by priority (ascending), then name' }),
 });
-export const EmptyResponse = Type.Object({}, { description: 'Done' });
 
 // Request fields declare only their types, all optional: each operation answers a missing field
 // with Kasm's own message. Present and null means absent (on updates: unchanged).

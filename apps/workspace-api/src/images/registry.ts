@@ -1,23 +1,28 @@
+import {
+  FormatRegistry,
+  Type,
+  type SchemaOptions,
+  type Static,
+  type TObject,
+  type TSchema,
+} from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { MAX_ID, Nullable, VALIDATION_MESSAGE, validationMessageOf, withMessage } from '@platform/schema';
+
 /**
  * Kasm workspace registries, schema 1.0: one entry (`workspace.json`, what `install_workspace`
- * receives) and a whole catalogue (`list.json`, what `registry import` reads). Checked in code so
- * that every failure names its field in plain words (`compatibility must be a list of versions
- * like 1.13.x`); types are strict (no coercion), unknown fields are dropped, and a field that is
- * present and `null` counts as absent.
+ * receives) and a whole catalogue (`list.json`, what `registry import` reads). One TypeBox schema
+ * each gives the checks, the TypeScript types and (for entries) the installed `Image`'s fields.
+ * Every field carries its rule in plain words (`withMessage`, as request bodies do), so every
+ * failure names its field (`compatibility must be a list of versions like 1.13.x`); types are strict
+ * (no coercion), unknown fields are dropped, and a field that is present and `null` counts as absent.
  */
 
-export const ARCHITECTURES = ['amd64', 'arm64'] as const;
-export type Architecture = (typeof ARCHITECTURES)[number];
-
-/** The `exec_config` hooks the contract knows; each is `{cmd: string}` (other members are kept). */
-export const EXEC_HOOKS = ['go', 'assign', 'first_launch'] as const;
-
-/** The largest value of the database's `integer` columns. */
-export const MAX_INTEGER = 2147483647;
+const ARCHITECTURES = ['amd64', 'arm64'] as const;
+type Architecture = (typeof ARCHITECTURES)[number];
 
 /** `MAJOR.MINOR.x`, a Kasm release line. */
-export const COMPATIBILITY_PATTERN = '^[0-9]+\\.[0-9]+\\.x$';
-const COMPATIBILITY = new RegExp(COMPATIBILITY_PATTERN);
+const COMPATIBILITY_PATTERN = '^[0-9]+\\.[0-9]+\\.x$';
 
 /*
  * An image reference `<repository>:<tag>` (Docker's grammar, without digests): the repository may
@@ -32,50 +37,12 @@ const IMAGE_REFERENCE = new RegExp(`^(?:${HOST}/)?${PATH_PART}(?:/${PATH_PART})*
 /** Docker's limit on the repository part of a reference. */
 const MAX_REPOSITORY_LENGTH = 255;
 
-export const NAME_RULE = 'must be an image reference <repository>:<tag>, e.g. kasmweb/desktop:1.16.0';
-
-export type ExecConfig = Partial<
-  Record<(typeof EXEC_HOOKS)[number], { cmd: string; [key: string]: unknown }>
-> &
-  Record<string, unknown>;
-
-/** A valid registry entry, as stored: only the contract's fields, absent optional ones null. */
-export interface WorkspaceEntry {
-  friendly_name: string;
-  name: string;
-  description: string;
-  image_src: string;
-  architecture: Architecture[];
-  compatibility: string[];
-  uncompressed_size_mb: number;
-  categories: string[];
-  docker_registry: string | null;
-  run_config: Record<string, unknown> | null;
-  exec_config: ExecConfig | null;
-  notes: string | null;
-  cores: number | null;
-  /** MB, as in the registry. */
-  memory: number | null;
-  gpu_count: number | null;
+function isImageReference(value: string): boolean {
+  return IMAGE_REFERENCE.test(value) && value.lastIndexOf(':') <= MAX_REPOSITORY_LENGTH;
 }
 
-export type Checked<T> = { ok: true; value: T } | { ok: false; problems: string[] };
-
-export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-const isString = (value: unknown): value is string => typeof value === 'string';
-const isNonEmptyString = (value: unknown): value is string =>
-  typeof value === 'string' && value.trim() !== '';
-const isStringList = (value: unknown): value is string[] => Array.isArray(value) && value.every(isString);
-const isCount = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_INTEGER;
-const isAmount = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isFinite(value) && value >= 0;
-
-/** An absolute http(s) URL. */
-export function isHttpUrl(value: unknown): value is string {
-  if (typeof value !== 'string') return false;
+/** An absolute http(s) URL, as WHATWG URL parsing (what clients use) reads it. */
+function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return (url.protocol === 'https:' || url.protocol === 'http:') && url.host !== '';
@@ -84,156 +51,211 @@ export function isHttpUrl(value: unknown): value is string {
   }
 }
 
-export function isImageReference(value: unknown): value is string {
-  if (typeof value !== 'string' || !IMAGE_REFERENCE.test(value)) return false;
-  return value.lastIndexOf(':') <= MAX_REPOSITORY_LENGTH;
+// Both rules need code (URL parsing, a length limit), so they are formats; TypeBox's format registry
+// is one per process, and these names are this module's.
+FormatRegistry.Set('image-reference', isImageReference);
+FormatRegistry.Set('http-url', isHttpUrl);
+
+/** Not empty once trimmed (`\s` and `String#trim` agree on what white space is). */
+const NOT_BLANK = '\\S';
+
+const Text = (rule: string, options: SchemaOptions = {}) => withMessage(Type.String(options), rule);
+/** A count stored in an `integer` column (whose largest value is also the largest id). */
+const Count = (rule: string, options: SchemaOptions = {}) =>
+  withMessage(Type.Integer({ minimum: 0, maximum: MAX_ID, ...options }), rule);
+/** An optional field: absent and null are the same. */
+const Optional = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
+
+/**
+ * An architecture name. TypeBox checks `pattern` but not `enum` (libs/schema's StringEnum is not
+ * checkable by `Value`); `enum` is what the OpenAPI document shows.
+ */
+const Architecture = Type.Unsafe<Architecture>(
+  Type.String({ enum: [...ARCHITECTURES], pattern: `^(?:${ARCHITECTURES.join('|')})$` }),
+);
+
+const Command = withMessage(
+  Type.Object(
+    { cmd: Text('must be a string') },
+    { additionalProperties: true, description: 'A command run in the session container' },
+  ),
+  'must be an object like {"cmd": "..."}',
+);
+
+const NAME_RULE = 'must be an image reference <repository>:<tag>, e.g. kasmweb/desktop:1.16.0';
+
+/** A schema-1.0 registry entry, in the contract's field order (the order problems are named in). */
+export const WorkspaceEntry = Type.Object(
+  {
+    friendly_name: Text('must be a non-empty string', { pattern: NOT_BLANK, examples: ['Chrome'] }),
+    name: Text(NAME_RULE, {
+      format: 'image-reference',
+      description: 'Image reference `<repository>:<tag>`; unique',
+      examples: ['kasmweb/chrome:1.16.0'],
+    }),
+    description: Text('must be a string'),
+    image_src: Text('must be a non-empty string (the icon file name)', {
+      pattern: NOT_BLANK,
+      description: 'Icon file name',
+      examples: ['chrome.png'],
+    }),
+    architecture: withMessage(
+      Type.Array(Architecture, { minItems: 1 }),
+      `must be a non-empty list of ${ARCHITECTURES.join(', ')}`,
+    ),
+    compatibility: withMessage(
+      Type.Array(Type.String({ pattern: COMPATIBILITY_PATTERN }), {
+        minItems: 1,
+        examples: [['1.15.x', '1.16.x']],
+      }),
+      'must be a list of versions like 1.13.x',
+    ),
+    uncompressed_size_mb: Count(`must be an integer from 0 to ${MAX_ID}`),
+    categories: Optional(withMessage(Type.Array(Type.String()), 'must be a list of strings')),
+    docker_registry: Optional(
+      Text('must be an http(s) URL, e.g. https://index.docker.io/v1/', {
+        format: 'http-url',
+        examples: ['https://index.docker.io/v1/'],
+      }),
+    ),
+    run_config: Optional(
+      withMessage(
+        Type.Record(Type.String(), Type.Unknown(), {
+          description: 'Docker run overrides, e.g. `{"hostname": "kasm"}`',
+        }),
+        'must be an object, e.g. {"hostname": "kasm"}',
+      ),
+    ),
+    exec_config: Optional(
+      withMessage(
+        Type.Object(
+          { go: Optional(Command), assign: Optional(Command), first_launch: Optional(Command) },
+          {
+            additionalProperties: true,
+            description: 'Commands run on session events; other members are kept as given',
+          },
+        ),
+        'must be an object with optional go, assign and first_launch, each {"cmd": "..."}',
+      ),
+    ),
+    notes: Optional(Text('must be a string')),
+    cores: Optional(withMessage(Type.Number({ minimum: 0 }), 'must be a number >= 0')),
+    memory: Optional(
+      Count(`must be an integer (MB) from 0 to ${MAX_ID}`, {
+        description: 'MB (Kasm\u2019s own `get_images` reports bytes)',
+      }),
+    ),
+    gpu_count: Optional(Count(`must be an integer from 0 to ${MAX_ID}`)),
+  },
+  { description: 'A workspace registry entry (schema 1.0)' },
+);
+export type WorkspaceEntry = Static<typeof WorkspaceEntry>;
+
+/** A copy of a schema without its rules: they word the checks of an entry, not what an image is. */
+function withoutRules<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map(withoutRules) as T;
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const copy: Record<PropertyKey, unknown> = {};
+  // Own keys include TypeBox's symbols (`Kind`, `OptionalKind`), which its builders read.
+  for (const key of Reflect.ownKeys(schema))
+    if (key !== VALIDATION_MESSAGE) copy[key] = withoutRules((schema as Record<PropertyKey, unknown>)[key]);
+  return copy as T;
 }
+
+/** An entry as installed: every field present, absent optional ones null, `categories` a list. */
+export const InstalledEntry = withoutRules(
+  Type.Object({
+    ...Type.Required(WorkspaceEntry).properties,
+    categories: Type.Array(Type.String(), { description: 'Empty when the entry has none' }),
+  }),
+);
+export type InstalledEntry = Static<typeof InstalledEntry>;
+
+/** A registry catalogue (`list.json`): the store's identity and its entries (checked one by one on import). */
+export const RegistryDocument = Type.Object({
+  name: Text('must be a non-empty string', { pattern: NOT_BLANK }),
+  description: Text('must be a string'),
+  icon: Text('must be a string'),
+  list_url: Text('must be an http(s) URL', { format: 'http-url' }),
+  workspaces: withMessage(Type.Array(Type.Unknown()), 'must be a list'),
+});
+export type RegistryDocument = Static<typeof RegistryDocument>;
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; problems: string[] };
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Where an error of `Value.Errors` belongs and what it says: the deepest schema on its path that
+ * has a rule names the field (`exec_config.go.cmd`) and gives the rule; a required field of the
+ * document that is absent or null is `required` instead.
+ */
+function problemAt(schema: TObject, path: string, document: Record<string, unknown>): [string, string] {
+  const segments = path.split('/').slice(1);
+  let node: TSchema | undefined = schema;
+  let field = segments[0];
+  let rule: string | undefined;
+  segments.forEach((segment, depth) => {
+    // Object members by name, array items by index; the checked documents have no other nesting.
+    node = node?.properties?.[segment] ?? node?.items;
+    const message = validationMessageOf(node);
+    if (message !== undefined) {
+      field = segments.slice(0, depth + 1).join('.');
+      rule = message;
+    }
+  });
+  if (!field.includes('.') && (document[field] === undefined || document[field] === null))
+    return [field, 'is required'];
+  return [field, rule ?? 'is invalid'];
+}
+
+/** `value` checked against `schema`: its known fields, or one problem per failing field, in the schema's order. */
+function check<T extends TObject>(schema: T, value: unknown, notAnObject: string): Checked<Static<T>> {
+  if (!isPlainObject(value)) return { ok: false, problems: [notAnObject] };
+  const fields = Object.keys(schema.properties);
+  const known = Object.fromEntries(
+    fields.filter((field) => Object.hasOwn(value, field)).map((field) => [field, value[field]]),
+  );
+  const problems = new Map<string, string>();
+  for (const error of Value.Errors(schema, known)) {
+    // TypeBox does not read OpenAPI's `nullable` (libs/schema's Nullable): null is allowed there.
+    if (error.value === null && error.schema.nullable === true) continue;
+    const [field, rule] = problemAt(schema, error.path, known);
+    if (!problems.has(field)) problems.set(field, `${field} ${rule}`);
+  }
+  if (!problems.size) return { ok: true, value: known as Static<T> };
+  // Value.Errors names missing required fields first; problems are told in the schema's order.
+  const order = (field: string) => fields.indexOf(field.split('.')[0]);
+  return {
+    ok: false,
+    problems: [...problems].sort(([a], [b]) => order(a) - order(b)).map(([, problem]) => problem),
+  };
+}
+
+/** Every field null: under a checked entry's own fields, what remains are the optional ones it lacks. */
+const ABSENT = Object.fromEntries(Object.keys(InstalledEntry.properties).map((field) => [field, null]));
 
 const distinct = <T>(values: T[]) => [...new Set(values)];
 
-/**
- * Collects one problem per failing field: `required(field, test, rule)` for required fields,
- * `optional(...)` for the others (absent or null: null).
- */
-function fieldChecker(entry: Record<string, unknown>) {
-  const problems: string[] = [];
-  return {
-    problems,
-    required<T>(field: string, test: (v: unknown) => v is T, rule: string): T | undefined {
-      const value = entry[field];
-      if (value === undefined || value === null) problems.push(`${field} is required`);
-      else if (test(value)) return value;
-      else problems.push(`${field} ${rule}`);
-      return undefined;
-    },
-    optional<T>(field: string, test: (v: unknown) => v is T, rule: string): T | null {
-      const value = entry[field];
-      if (value === undefined || value === null) return null;
-      if (test(value)) return value;
-      problems.push(`${field} ${rule}`);
-      return null;
-    },
-  };
-}
-
-const isArchitectureList = (value: unknown): value is Architecture[] =>
-  Array.isArray(value) &&
-  value.length > 0 &&
-  value.every((a) => (ARCHITECTURES as readonly unknown[]).includes(a));
-const isCompatibilityList = (value: unknown): value is string[] =>
-  Array.isArray(value) &&
-  value.length > 0 &&
-  value.every((v) => typeof v === 'string' && COMPATIBILITY.test(v));
-
-/** `exec_config`'s own problems (each hook named, e.g. `exec_config.go.cmd must be a string`). */
-function execConfigProblems(config: Record<string, unknown>): string[] {
-  const problems: string[] = [];
-  for (const hook of EXEC_HOOKS) {
-    const value = config[hook];
-    if (value === undefined || value === null) continue;
-    if (!isPlainObject(value)) problems.push(`exec_config.${hook} must be an object like {"cmd": "..."}`);
-    else if (typeof value.cmd !== 'string') problems.push(`exec_config.${hook}.cmd must be a string`);
-  }
-  return problems;
-}
-
-/** A schema-1.0 registry entry, or every problem found in it (each naming its field). */
-export function checkWorkspaceEntry(value: unknown): Checked<WorkspaceEntry> {
-  if (!isPlainObject(value)) return { ok: false, problems: ['workspace must be an object'] };
-  const f = fieldChecker(value);
-  const friendly_name = f.required('friendly_name', isNonEmptyString, 'must be a non-empty string');
-  const name = f.required('name', isImageReference, NAME_RULE);
-  const description = f.required('description', isString, 'must be a string');
-  const image_src = f.required(
-    'image_src',
-    isNonEmptyString,
-    'must be a non-empty string (the icon file name)',
-  );
-  const architecture = f.required(
-    'architecture',
-    isArchitectureList,
-    `must be a non-empty list of ${ARCHITECTURES.join(', ')}`,
-  );
-  const compatibility = f.required(
-    'compatibility',
-    isCompatibilityList,
-    'must be a list of versions like 1.13.x',
-  );
-  const uncompressed_size_mb = f.required(
-    'uncompressed_size_mb',
-    isCount,
-    `must be an integer from 0 to ${MAX_INTEGER}`,
-  );
-  const categories = f.optional('categories', isStringList, 'must be a list of strings');
-  const docker_registry = f.optional(
-    'docker_registry',
-    isHttpUrl,
-    'must be an http(s) URL, e.g. https://index.docker.io/v1/',
-  );
-  const run_config = f.optional('run_config', isPlainObject, 'must be an object, e.g. {"hostname": "kasm"}');
-  const exec_config = f.optional(
-    'exec_config',
-    isPlainObject,
-    'must be an object with optional go, assign and first_launch, each {"cmd": "..."}',
-  );
-  if (exec_config) f.problems.push(...execConfigProblems(exec_config));
-  const notes = f.optional('notes', isString, 'must be a string');
-  const cores = f.optional('cores', isAmount, 'must be a number >= 0');
-  const memory = f.optional('memory', isCount, `must be an integer (MB) from 0 to ${MAX_INTEGER}`);
-  const gpu_count = f.optional('gpu_count', isCount, `must be an integer from 0 to ${MAX_INTEGER}`);
-  if (f.problems.length) return { ok: false, problems: f.problems };
+/** A schema-1.0 registry entry as installed, or every problem found in it (each naming its field). */
+export function checkWorkspaceEntry(value: unknown): Checked<InstalledEntry> {
+  const checked = check(WorkspaceEntry, value, 'workspace must be an object');
+  if (!checked.ok) return checked;
+  const entry = checked.value;
   return {
     ok: true,
     value: {
-      friendly_name: friendly_name!,
-      name: name!,
-      description: description!,
-      image_src: image_src!,
-      architecture: distinct(architecture!),
-      compatibility: distinct(compatibility!),
-      uncompressed_size_mb: uncompressed_size_mb!,
-      categories: categories ?? [],
-      docker_registry,
-      run_config,
-      exec_config: exec_config as ExecConfig | null,
-      notes,
-      cores,
-      memory,
-      gpu_count,
-    },
+      ...ABSENT,
+      ...entry,
+      architecture: distinct(entry.architecture),
+      compatibility: distinct(entry.compatibility),
+      categories: entry.categories ?? [],
+    } as InstalledEntry,
   };
 }
 
-/** A registry catalogue (`list.json`): the store's identity and its entries (not yet checked). */
-export interface RegistryDocument {
-  name: string;
-  description: string;
-  icon: string;
-  list_url: string;
-  workspaces: unknown[];
-}
-
-/**
- * The fields Kasm requires of a `list.json` (`name`, `description`, `icon`, `list_url`,
- * `workspaces`), with types; the entries themselves are checked one by one on import.
- */
+/** The fields Kasm requires of a `list.json`, with types; the entries are checked one by one on import. */
 export function checkRegistryDocument(value: unknown): Checked<RegistryDocument> {
-  if (!isPlainObject(value)) return { ok: false, problems: ['the document must be a JSON object'] };
-  const f = fieldChecker(value);
-  const name = f.required('name', isNonEmptyString, 'must be a non-empty string');
-  const description = f.required('description', isString, 'must be a string');
-  const icon = f.required('icon', isString, 'must be a string');
-  const list_url = f.required('list_url', isHttpUrl, 'must be an http(s) URL');
-  const workspaces = f.required('workspaces', (v): v is unknown[] => Array.isArray(v), 'must be a list');
-  if (f.problems.length) return { ok: false, problems: f.problems };
-  return {
-    ok: true,
-    value: {
-      name: name!,
-      description: description!,
-      icon: icon!,
-      list_url: list_url!,
-      workspaces: workspaces!,
-    },
-  };
+  return check(RegistryDocument, value, 'the document must be a JSON object');
 }

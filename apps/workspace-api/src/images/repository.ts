@@ -1,13 +1,12 @@
 import type { Kysely } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
+import { inBatches } from '../db/batches';
 import type { ImageRow, NewImage, WorkspaceDatabase } from '../db/schema';
-import type { WorkspaceEntry } from './registry';
-
-const BATCH = 500;
+import type { InstalledEntry } from './registry';
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
-function toNewImage(entry: WorkspaceEntry): NewImage {
+function toNewImage(entry: InstalledEntry): NewImage {
   return { ...entry, run_config: json(entry.run_config), exec_config: json(entry.exec_config) };
 }
 
@@ -28,7 +27,7 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
      * Installs an entry; undefined when an image of that name exists (also when a concurrent install
      * of the same name won: the unique index decides, nothing is raised).
      */
-    install(entry: WorkspaceEntry): Promise<ImageRow | undefined> {
+    install(entry: InstalledEntry): Promise<ImageRow | undefined> {
       return db
         .insertInto('images')
         .values(toNewImage(entry))
@@ -38,18 +37,16 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
     },
 
     /** Installs many entries (batched); answers the names actually installed (the others existed). */
-    async installMany(entries: WorkspaceEntry[]): Promise<Set<string>> {
-      const installed = new Set<string>();
-      for (let i = 0; i < entries.length; i += BATCH) {
-        const rows = await db
+    async installMany(entries: InstalledEntry[]): Promise<Set<string>> {
+      const rows = await inBatches(entries, (batch) =>
+        db
           .insertInto('images')
-          .values(entries.slice(i, i + BATCH).map(toNewImage))
+          .values(batch.map(toNewImage))
           .onConflict((oc) => oc.column('name').doNothing())
           .returning('name')
-          .execute();
-        for (const r of rows) installed.add(r.name);
-      }
-      return installed;
+          .execute(),
+      );
+      return new Set(rows.map((r) => r.name));
     },
 
     /** Deletes an image; its group allow-list entries go with it (foreign key cascade). False when there was none. */
@@ -112,17 +109,15 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** Allows many pairs (seeding), batched; pairs already allowed are left alone. */
     async addManyToGroups(pairs: { group_id: string; image_id: string }[]): Promise<number> {
-      let added = 0;
-      for (let i = 0; i < pairs.length; i += BATCH) {
-        const rows = await db
+      const added = await inBatches(pairs, (batch) =>
+        db
           .insertInto('group_images')
-          .values(pairs.slice(i, i + BATCH))
+          .values(batch)
           .onConflict((oc) => oc.columns(['group_id', 'image_id']).doNothing())
           .returning('image_id')
-          .execute();
-        added += rows.length;
-      }
-      return added;
+          .execute(),
+      );
+      return added.length;
     },
 
     /**

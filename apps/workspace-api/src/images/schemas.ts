@@ -1,59 +1,15 @@
-import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
-import { annotate, Nullable, StringEnum } from '@platform/schema';
+import { Type, type Static, type TProperties } from '@sinclair/typebox';
+import { annotate, Nullable } from '@platform/schema';
 import { OperationBody } from '../kasm/operation';
 import { IdInput, KasmDate, KasmId } from '../kasm/wire';
-import { ARCHITECTURES, COMPATIBILITY_PATTERN, MAX_INTEGER } from './registry';
-
-const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
-
-const Command = Type.Object(
-  { cmd: Type.String() },
-  { additionalProperties: true, description: 'A command run in the session container' },
-);
-
-/** Free-form JSON object (Docker run overrides). */
-const RunConfig = Type.Record(Type.String(), Type.Unknown(), {
-  description: 'Docker run overrides, e.g. `{"hostname": "kasm"}`',
-});
-
-const ExecConfig = Type.Object(
-  {
-    go: Type.Optional(Command),
-    assign: Type.Optional(Command),
-    first_launch: Type.Optional(Command),
-  },
-  {
-    additionalProperties: true,
-    description: 'Commands run on session events; other members are kept as given',
-  },
-);
+import { InstalledEntry, type WorkspaceEntry } from './registry';
 
 /** An installed workspace: the registry entry's fields plus `image_id`, `enabled`, `created`. */
 export const Image = Type.Object(
   {
-    image_id: KasmId,
-    name: Type.String({
-      description: 'Image reference `<repository>:<tag>`; unique',
-      examples: ['kasmweb/chrome:1.16.0'],
-    }),
-    friendly_name: Type.String({ examples: ['Chrome'] }),
-    description: Type.String(),
-    image_src: Type.String({ description: 'Icon file name', examples: ['chrome.png'] }),
-    architecture: Type.Array(StringEnum(ARCHITECTURES)),
-    compatibility: Type.Array(Type.String({ pattern: COMPATIBILITY_PATTERN }), {
-      examples: [['1.15.x', '1.16.x']],
-    }),
-    uncompressed_size_mb: Type.Integer({ minimum: 0, maximum: MAX_INTEGER }),
-    categories: Type.Array(Type.String(), { description: 'Empty when the entry has none' }),
-    docker_registry: nullable(Type.String({ examples: ['https://index.docker.io/v1/'] })),
-    run_config: nullable(RunConfig),
-    exec_config: nullable(ExecConfig),
-    notes: nullable(Type.String()),
-    cores: nullable(Type.Number({ minimum: 0 })),
-    memory: nullable(
-      Type.Integer({ minimum: 0, description: 'MB (Kasm\u2019s own `get_images` reports bytes)' }),
-    ),
-    gpu_count: nullable(Type.Integer({ minimum: 0 })),
+    // `image_id` and `name` lead, as they always have (answers are written in schema order).
+    ...{ image_id: KasmId, name: InstalledEntry.properties.name },
+    ...InstalledEntry.properties,
     enabled: Type.Boolean({ description: 'Always true for an installed workspace' }),
     created: KasmDate,
   },
@@ -63,9 +19,11 @@ export type Image = Static<typeof Image>;
 
 export const ImageResponse = Type.Object({ image: Image });
 export const ImagesResponse = Type.Object({ images: Type.Array(Image) });
-export const EmptyResponse = (description: string) => Type.Object({}, { description });
 
-/** A schema-1.0 registry entry, for the documentation: the handler checks it field by field. */
+/**
+ * A registry entry, for the documentation of `workspace`, which the body declares loosely: the
+ * service checks it against `WorkspaceEntry` so that every failure is worded Kasm's way.
+ */
 export const WORKSPACE_EXAMPLE = {
   friendly_name: 'Chrome',
   name: 'kasmweb/chrome:1.16.0',
@@ -80,7 +38,7 @@ export const WORKSPACE_EXAMPLE = {
   exec_config: { go: { cmd: 'bash -c \'/dockerstartup/custom_startup.sh --go --url "$KASM_URL"\'' } },
   cores: 2,
   memory: 2768,
-};
+} satisfies WorkspaceEntry;
 
 /*
  * Request bodies declare types only: every field is optional so each operation answers a missing
@@ -115,6 +73,7 @@ export const InstallWorkspaceBody = Body({
 });
 export const DeleteImageBody = Body({ target_image: TargetImage });
 export const GroupImageBody = Body({ target_group: TargetGroup, target_image: TargetImage });
+export type GroupImageBody = Static<typeof GroupImageBody>;
 export const GetImagesGroupBody = Body({ target_group: TargetGroup });
 export const GetUserImagesBody = Body({
   target_user: target(

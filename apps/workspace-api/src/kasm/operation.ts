@@ -1,6 +1,7 @@
-import { Type, type TProperties } from '@sinclair/typebox';
-import { errorResponses, kasmDialect } from '@platform/http-kit';
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+import { errorResponses } from '@platform/http-kit';
 import type { OperationAccess } from '../auth/permissions';
+import { kasmDialect } from '../errors';
 
 /** Credentials every operation accepts in its body (the `api-key`/`api-key-secret` headers win). */
 const Credentials = {
@@ -16,6 +17,9 @@ const Credentials = {
 export const OperationBody = <T extends TProperties>(properties: T = {} as T, description?: string) =>
   Type.Object({ ...Credentials, ...properties }, { description });
 
+/** The answer of an operation that only says it is done: `{}`. */
+export const EmptyResponse = (description: string) => Type.Object({}, { description });
+
 /** Route options every Kasm operation shares: access rule, tag, error responses. */
 export function operation(access: OperationAccess, tag: string, summary: string, description: string) {
   return {
@@ -30,3 +34,29 @@ export function operation(access: OperationAccess, tag: string, summary: string,
     errors: errorResponses(kasmDialect, [400, 401, 403, 413, 415, 500, 503]),
   };
 }
+
+export interface OperationSpec<B extends TSchema, R extends TSchema> {
+  access: OperationAccess;
+  summary: string;
+  description: string;
+  body: B;
+  /** The success (200) answer. */
+  response: R;
+}
+
+/**
+ * The route options of one feature's `POST` operations (all under its tag): `operation`'s, with
+ * the body and the success answer.
+ */
+export const operationsOf =
+  (tag: string) =>
+  <B extends TSchema, R extends TSchema>({
+    access,
+    summary,
+    description,
+    body,
+    response,
+  }: OperationSpec<B, R>) => {
+    const op = operation(access, tag, summary, description);
+    return { config: op.config, schema: { ...op.schema, body, response: { 200: response, ...op.errors } } };
+  };

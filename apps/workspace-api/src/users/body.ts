@@ -1,6 +1,7 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { annotate, Nullable } from '@platform/schema';
 import { OperationBody } from '../kasm/operation';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kasm/paging';
 import { IdInput } from '../kasm/wire';
 
 /*
@@ -35,7 +36,10 @@ const target = <T extends Record<string, TSchema>>(properties: T, description: s
 
 export const GetUsersBody = Body({
   page: optional(Type.Integer(), '1-based page; without it every user is returned'),
-  page_size: optional(Type.Integer(), 'Users per page, 1..1000 (default 100); only used with `page`'),
+  page_size: optional(
+    Type.Integer(),
+    `Users per page, 1..${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); only used with \`page\``,
+  ),
 });
 
 export const GetUserBody = Body({
@@ -100,3 +104,10 @@ export const UpdateUserNameBody = Body({
     '`user_id` is required; absent or null names are left unchanged',
   ),
 });
+
+/** A body's `target_user`, when it has one. */
+type TargetOf<T extends TSchema> = Static<T> extends { target_user?: infer U } ? NonNullable<U> : never;
+export type UserRef = TargetOf<typeof GetUserBody>;
+export type NewUserFields = TargetOf<typeof CreateUserBody>;
+export type UserChanges = TargetOf<typeof UpdateUserBody>;
+export type NameChanges = TargetOf<typeof UpdateUserNameBody>;

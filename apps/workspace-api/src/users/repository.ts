@@ -3,6 +3,13 @@ import { SQLSTATE, sqlState } from '@platform/db';
 import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
 import { ALL_USERS_GROUP_ID } from '../kasm/wire';
 
+/** One membership of a user, with what the wire shows of the group. */
+export interface MembershipRow {
+  user_id: string;
+  group_id: string;
+  name: string;
+}
+
 export type CreateResult = { status: 'created'; row: UserRow } | { status: 'username-taken' };
 export type UpdateResult =
   { status: 'updated'; row: UserRow } | { status: 'unknown' } | { status: 'username-taken' };
@@ -35,6 +42,21 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
       let query = db.selectFrom('users').selectAll().orderBy('created', 'asc').orderBy('id', 'asc');
       if (page) query = query.offset(page.offset).limit(page.limit);
       return query.execute();
+    },
+
+    /**
+     * The groups of every given user, in one statement whatever their number: by priority (the
+     * higher number first), then name.
+     */
+    async membershipsOf(userIds: string[]): Promise<MembershipRow[]> {
+      return db
+        .selectFrom('user_groups')
+        .innerJoin('groups', 'groups.id', 'user_groups.group_id')
+        .select(['user_groups.user_id', 'groups.id as group_id', 'groups.name'])
+        .where('user_groups.user_id', 'in', userIds)
+        .orderBy('groups.priority', 'desc')
+        .orderBy('groups.name')
+        .execute();
     },
 
     /**

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { annotate, Nullable } from '@platform/schema';
 import { KasmDate, KasmId } from '../kasm/wire';
 
 export const GroupRef = Type.Object({ name: Type.String(), group_id: KasmId });
@@ -8,17 +9,15 @@ export const User = Type.Object(
   {
     user_id: KasmId,
     username: Type.String(),
-    first_name: Type.Union([Type.String(), Type.Null()]),
-    last_name: Type.Union([Type.String(), Type.Null()]),
+    first_name: Nullable(Type.String()),
+    last_name: Nullable(Type.String()),
     locked: Type.Boolean(),
     disabled: Type.Boolean(),
-    organization: Type.Union([Type.String(), Type.Null()]),
-    phone: Type.Union([Type.String(), Type.Null()]),
-    notes: Type.Union([Type.String(), Type.Null()]),
+    organization: Nullable(Type.String()),
+    phone: Nullable(Type.String()),
+    notes: Nullable(Type.String()),
     realm: Type.String({ examples: ['local'] }),
-    last_session: Type.Union([KasmDate, Type.Null()], {
-      description: 'null when the user never had a session',
-    }),
+    last_session: Nullable(annotate(KasmDate, { description: 'null when the user never had a session' })),
     created: KasmDate,
     groups: Type.Array(GroupRef),
   },

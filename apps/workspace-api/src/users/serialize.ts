@@ -1,30 +1,14 @@
-import type { Kysely } from 'kysely';
-import type { UserRow, WorkspaceDatabase } from '../db/schema';
+import type { UserRow } from '../db/schema';
 import { toKasmDate, toKasmId } from '../kasm/wire';
+import type { MembershipRow } from './repository';
 import type { User } from './schemas';
 
-/**
- * Users in Kasm's shape with their groups, in two statements whatever the number of users (the
- * rows, then all their memberships).
- */
-export async function serializeUsers(db: Kysely<WorkspaceDatabase>, rows: UserRow[]): Promise<User[]> {
-  if (!rows.length) return [];
-  const memberships = await db
-    .selectFrom('user_groups')
-    .innerJoin('groups', 'groups.id', 'user_groups.group_id')
-    .select(['user_groups.user_id', 'groups.id', 'groups.name'])
-    .where(
-      'user_groups.user_id',
-      'in',
-      rows.map((r) => r.id),
-    )
-    .orderBy('groups.priority', 'desc')
-    .orderBy('groups.name')
-    .execute();
-  const groupsOf = new Map<string, { name: string; group_id: string }[]>();
+/** Users in Kasm's shape, each with its groups (`memberships` in the order they are listed in). */
+export function toUsers(rows: UserRow[], memberships: MembershipRow[]): User[] {
+  const groupsOf = new Map<string, User['groups']>();
   for (const m of memberships) {
     const list = groupsOf.get(m.user_id) ?? [];
-    list.push({ name: m.name, group_id: toKasmId(m.id) });
+    list.push({ name: m.name, group_id: toKasmId(m.group_id) });
     groupsOf.set(m.user_id, list);
   }
   return rows.map((row) => ({
@@ -42,8 +26,4 @@ export async function serializeUsers(db: Kysely<WorkspaceDatabase>, rows: UserRo
     created: toKasmDate(row.created),
     groups: groupsOf.get(row.id) ?? [],
   }));
-}
-
-export async function serializeUser(db: Kysely<WorkspaceDatabase>, row: UserRow): Promise<User> {
-  return (await serializeUsers(db, [row]))[0];
 }

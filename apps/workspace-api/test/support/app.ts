@@ -1,6 +1,5 @@
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { openDatabase, type Database } from '@platform/db';
-import { testDatabase } from '@platform/db/testing';
+import type { LightMyRequestResponse } from 'fastify';
+import * as testing from '@platform/http-kit/testing';
 import { buildApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import type { WorkspaceDatabase } from '../../src/db/schema';
@@ -12,10 +11,7 @@ export interface KeyPair {
   api_key_secret: string;
 }
 
-export interface TestApp {
-  app: FastifyInstance;
-  config: Config;
-  database: Database<WorkspaceDatabase>;
+export interface TestApp extends testing.TestApp<Config, WorkspaceDatabase> {
   /** A Global Admin key created for this app. */
   admin: KeyPair;
   /** Creates another key (only its hash is stored, as in production). */
@@ -29,26 +25,17 @@ export interface TestApp {
     body?: Record<string, unknown>,
     key?: KeyPair | null,
   ): Promise<LightMyRequestResponse>;
-  close(): Promise<void>;
 }
 
-/**
- * The real app, built by the production factory with production server options, over a fresh
- * database (a new schema of the test PostgreSQL: DATABASE_URL, or the local server Jest's global
- * setup provides), with cheap argon2 parameters.
- */
+/** The real app over a fresh schema (see `buildTestApp` of http-kit), with cheap argon2 parameters. */
 export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const fresh = testDatabase('workspace');
-  const config = loadConfig({
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ARGON2_MEMORY_KIB: '1024',
-    ARGON2_TIME_COST: '1',
-    ...env,
+  const base = await testing.buildTestApp({
+    service: 'workspace',
+    loadConfig,
+    buildApp,
+    env: { ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1', ...env },
   });
-  config.database = { ...fresh.config };
-  const database = await openDatabase<WorkspaceDatabase>(config.database);
-  const app = await buildApp(config, { database });
-  await app.ready();
+  const { app, database } = base;
   const keys = createApiKeysRepository(database.db);
   const createKey: TestApp['createKey'] = async (permissions, options = {}) => {
     const created = await keys.create({
@@ -61,17 +48,10 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   };
   const admin = await createKey(['Global Admin'], { name: 'test admin' });
   return {
-    app,
-    config,
-    database,
+    ...base,
     admin,
     createKey,
     call: (operation, body = {}, key = admin) =>
       app.inject({ method: 'POST', url: `/api/public/${operation}`, payload: { ...(key ?? {}), ...body } }),
-    async close() {
-      await app.close();
-      await database.close();
-      await fresh.cleanup();
-    },
   };
 }

@@ -1,4 +1,5 @@
 export * from './tcp-proxy';
+export * from './ports';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { assertSchemaName, type DatabaseConfig } from '../connection';

@@ -1,2 +1,3 @@
+export * from './app';
 export * from './chromium';
 export * from './readiness';

@@ -2,8 +2,7 @@ import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify
 import fp from 'fastify-plugin';
 import { BEARER_CHALLENGE, Unauthorized } from '../../errors';
 import { createTokenService, type TokenService } from '../../tokens/service';
-import { createUsersRepository } from '../../users/repository';
-import type { PublicUserRow } from '../../users/serialize';
+import { createUsersRepository, type PublicUserRow } from '../../users/repository';
 
 declare module 'fastify' {
   interface FastifyInstance {

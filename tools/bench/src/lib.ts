@@ -1,9 +1,8 @@
-// Helpers shared by the hand-run benchmarks of this folder (run.mjs: microblog-api, social.mjs:
-// social-api): options, clean-up on exit or Ctrl-C, builds, child processes, /proc readings, the
-// bare Fastify baseline, the autocannon runs and the report. See README.md next to this file.
-//
-// Also the baseline server's entry point: `node lib.mjs --serve-baseline <payload file>`.
-import { spawn, spawnSync } from 'node:child_process';
+// Helpers shared by the hand-run benchmarks of this folder (microblog.ts: microblog-api, social.ts:
+// social-api): options, clean-up on exit or Ctrl-C, builds, the throw-away database, child
+// processes, /proc readings, the bare Fastify baseline, the autocannon runs and the report.
+// See README.md in tools/bench.
+import { spawn, spawnSync, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import {
@@ -16,27 +15,37 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import process from 'node:process';
+import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  ensureLocalServer,
+  localDataDir,
+  openDatabase,
+  REPOSITORY_ROOT,
+  type DatabaseConfig,
+} from '@platform/db';
+import { dropSchema } from '@platform/db/testing';
+import autocannon from 'autocannon';
+import { sql } from 'kysely';
+import ts from 'typescript';
+import type { BaselinePayload } from './baseline';
 
 export { sleep };
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-export const ROOT = path.resolve(HERE, '../..');
-export const RESULTS_DIR = path.join(HERE, 'results');
-export const require = createRequire(import.meta.url);
+export const ROOT = REPOSITORY_ROOT;
+export const RESULTS_DIR = path.join(ROOT, 'tools/bench/results');
+const BASELINE_SOURCE = path.join(__dirname, 'baseline.ts');
 
-export const log = (message) => console.error(`[bench] ${message}`);
+export const log = (message: string) => console.error(`[bench] ${message}`);
 
-export const stamp = (date) => date.toISOString().replace(/[:.]/g, '-');
+export const stamp = (date: Date) => date.toISOString().replace(/[:.]/g, '-');
 
-export const round = (n, digits = 0) =>
+export const round = (n: number, digits = 0): number | null =>
   Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null;
 
 /** The 1/5/15-minute load averages (other work on the machine skews every figure; ratios less so). */
@@ -45,24 +54,43 @@ export const loadAverage = () => os.loadavg().map((n) => round(n, 2));
 // ---------------------------------------------------------------------------------------------
 // Options.
 
-/** The numeric options every benchmark takes: `{name: {env, fallback, integer?, min?}}`. */
+/** A numeric option: its environment variable, default and bounds (integer and min 1 unless said). */
+export interface NumberOption {
+  env: string;
+  fallback: number;
+  integer?: boolean;
+  min?: number;
+}
+
+/** The numeric options every benchmark takes. */
 const LOAD_OPTIONS = {
   duration: { env: 'BENCH_DURATION', fallback: 10, integer: false },
   connections: { env: 'BENCH_CONNECTIONS', fallback: 50 },
   warmup: { env: 'BENCH_WARMUP', fallback: 2, integer: false, min: 0 },
+} satisfies Record<string, NumberOption>;
+
+type LoadOption = keyof typeof LOAD_OPTIONS;
+
+/** A benchmark's options: its own numbers (`Own`), the load options and the common switches. */
+export type BenchOptions<Own extends string> = Record<Own | LoadOption, number> & {
+  build: boolean;
+  cpuProf: boolean;
+  databaseUrl: string | undefined;
 };
 
 /**
  * Parses the command line: `--duration`, `--connections`, `--warmup`, the benchmark's own numeric
- * options in `own` (same shape as LOAD_OPTIONS; each also read from its environment variable),
- * `--build`, `--cpu-prof` and `--help` (prints `usage` and exits). DATABASE_URL comes from the
- * environment.
+ * options in `own` (each also read from its environment variable), `--build`, `--cpu-prof` and
+ * `--help` (prints `usage` and exits). DATABASE_URL comes from the environment.
  */
-export function benchOptions(usage, own) {
-  const numbers = { ...own, ...LOAD_OPTIONS };
-  const { values } = parseArgs({
+export function benchOptions<Own extends string>(
+  usage: string,
+  own: Record<Own, NumberOption>,
+): BenchOptions<Own> {
+  const numbers: Record<string, NumberOption> = { ...own, ...LOAD_OPTIONS };
+  const { values }: { values: Record<string, string | boolean | undefined> } = parseArgs({
     options: {
-      ...Object.fromEntries(Object.keys(numbers).map((name) => [name, { type: 'string' }])),
+      ...Object.fromEntries(Object.keys(numbers).map((name) => [name, { type: 'string' as const }])),
       build: { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -73,9 +101,9 @@ export function benchOptions(usage, own) {
     console.log(usage);
     process.exit(0);
   }
-  const parsed = {};
+  const parsed: Record<string, number> = {};
   for (const [name, { env, fallback, integer = true, min = 1 }] of Object.entries(numbers)) {
-    const raw = values[name] ?? process.env[env] ?? String(fallback);
+    const raw = String(values[name] ?? process.env[env] ?? fallback);
     const value = Number(raw);
     if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
       throw new Error(
@@ -84,10 +112,11 @@ export function benchOptions(usage, own) {
     }
     parsed[name] = value;
   }
+  // Every name of `own` and LOAD_OPTIONS was filled in by the loop above.
   return {
-    ...parsed,
-    build: values.build,
-    cpuProf: values['cpu-prof'],
+    ...(parsed as Record<Own | LoadOption, number>),
+    build: values.build === true,
+    cpuProf: values['cpu-prof'] === true,
     databaseUrl: process.env.DATABASE_URL || undefined,
   };
 }
@@ -95,20 +124,25 @@ export function benchOptions(usage, own) {
 // ---------------------------------------------------------------------------------------------
 // Clean-up: steps run last-in first-out, once, on success, error or signal.
 
-const cleanups = [];
-const children = new Set();
-let cleaning;
+type CleanupStep = () => unknown;
 
-export const onCleanup = (step) => cleanups.push(step);
+const cleanups: CleanupStep[] = [];
+const children = new Set<ChildProcess>();
+let cleaning: Promise<void> | undefined;
 
-function runCleanups() {
+export const onCleanup = (step: CleanupStep) => {
+  cleanups.push(step);
+};
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+function runCleanups(): Promise<void> {
   cleaning ??= (async () => {
-    while (cleanups.length) {
-      const step = cleanups.pop();
+    for (let step = cleanups.pop(); step; step = cleanups.pop()) {
       try {
         await step();
       } catch (error) {
-        console.error(`cleanup: ${error instanceof Error ? error.message : error}`);
+        console.error(`cleanup: ${message(error)}`);
       }
     }
   })();
@@ -116,16 +150,16 @@ function runCleanups() {
 }
 
 /** Runs `bench(options())` with the clean-up wired to exit, errors and signals; exits with 0 or 1. */
-export async function runMain(options, bench) {
+export async function runMain<O>(options: () => O, bench: (opts: O) => Promise<void>): Promise<never> {
   // Last resort if the process exits without the async cleanup (e.g. an uncaught error in a callback).
   process.on('exit', () => {
     for (const child of children)
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  for (const signal of ['SIGINT', 'SIGTERM']) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       console.error(`\n${signal}: cleaning up`);
-      runCleanups().finally(() => process.exit(130));
+      void runCleanups().finally(() => process.exit(130));
     });
   }
   let code = 0;
@@ -144,12 +178,12 @@ export async function runMain(options, bench) {
 // Build.
 
 /** Newest modification time of the files under a directory (0 when it does not exist). */
-function newestMtime(dir) {
+function newestMtime(dir: string): number {
   let newest = 0;
   try {
     for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
       if (entry.isFile() && !entry.name.endsWith('.test.ts'))
-        newest = Math.max(newest, statSync(path.join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+        newest = Math.max(newest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
     }
   } catch {
     // missing directory
@@ -157,13 +191,23 @@ function newestMtime(dir) {
   return newest;
 }
 
+export interface BuildTarget {
+  /** The Nx project to build. */
+  project: string;
+  /** Absolute paths of the files the run needs. */
+  required: string[];
+  /** Project directories (from the root) whose `src/` newer than `dist/` is worth a note. */
+  sources: string[];
+  force: boolean;
+}
+
 /**
  * Builds `project` (`npx nx run <project>:build`, which builds its libs first) when one of the
- * `required` files (absolute paths) is missing or `force` is set. Otherwise only says which of the
- * `sources` projects (relative to the root) changed since their last build. A build that exits
- * non-zero but emitted the required files (tsc does on type errors) is benchmarked, with a warning.
+ * `required` files is missing or `force` is set. Otherwise only says which of the `sources`
+ * projects changed since their last build. A build that exits non-zero but emitted the required
+ * files (tsc does on type errors) is benchmarked, with a warning.
  */
-export function ensureBuild({ project, required, sources, force }) {
+export function ensureBuild({ project, required, sources, force }: BuildTarget): void {
   const built = () => required.every((file) => existsSync(file));
   if (built() && !force) {
     const stale = sources.filter(
@@ -194,46 +238,67 @@ export function ensureBuild({ project, required, sources, force }) {
 // ---------------------------------------------------------------------------------------------
 // Throw-away database.
 
+export interface BenchDatabase {
+  /** The `@platform/db` config of the fresh schema (`poolMax` small: the bench's own connection). */
+  config: DatabaseConfig & { url: string };
+  /** `postgres`: the server DATABASE_URL names; `local`: the repository's local PostgreSQL server. */
+  kind: 'postgres' | 'local';
+}
+
 /**
  * A database for one run: a fresh schema `<name>_bench_<random>` of the PostgreSQL `databaseUrl`
  * names, or else of the local PostgreSQL server (started or joined, left at the end), created now
- * and dropped at the end. Returns the `@platform/db` config (`poolMax` small: the bench's own connection).
+ * and dropped at the end.
  */
-export async function throwAwayDatabase(name, databaseUrl) {
-  const { openDatabase, ensureLocalServer, localDataDir } = require('@platform/db');
-  if (!databaseUrl) {
+export async function throwAwayDatabase(
+  name: string,
+  databaseUrl: string | undefined,
+): Promise<BenchDatabase> {
+  let url = databaseUrl;
+  if (!url) {
     const server = await ensureLocalServer({ dataDir: localDataDir(process.env.DATA_DIR) });
     onCleanup(() => server.release());
-    databaseUrl = server.url;
+    url = server.url;
   }
-  const { sql } = require('kysely');
-  const schema = `${name}_bench_${randomBytes(4).toString('hex')}`;
-  const onAdmin = async (run) => {
-    const admin = await openDatabase({ url: databaseUrl, schema: 'public', poolMax: 1 });
-    try {
-      await run(admin.db);
-    } finally {
-      await admin.close();
-    }
-  };
-  await onAdmin((db) => sql`create schema ${sql.id(schema)}`.execute(db));
-  onCleanup(() =>
-    onAdmin(async (db) => {
-      await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
-      log(`dropped schema ${schema}`);
-    }),
-  );
-  return { url: databaseUrl, schema, poolMax: 2 };
+  const config = { url, schema: `${name}_bench_${randomBytes(4).toString('hex')}`, poolMax: 2 };
+  // Created here rather than by the first migration, so a name that exists already fails the run.
+  const database = await openDatabase(config);
+  try {
+    await sql`create schema ${sql.id(config.schema)}`.execute(database.db);
+  } finally {
+    await database.close();
+  }
+  onCleanup(async () => {
+    await dropSchema(config.url, config.schema);
+    log(`dropped schema ${config.schema}`);
+  });
+  return { config, kind: databaseUrl ? 'postgres' : 'local' };
 }
 
 /** The environment of a service (or its command line) on that database: ours, with its DB variables. */
-export function databaseEnv(config, extra = {}) {
+export function databaseEnv(
+  config: BenchDatabase['config'],
+  extra: NodeJS.ProcessEnv = {},
+): NodeJS.ProcessEnv {
   return { ...process.env, DB_SCHEMA: config.schema, DATABASE_URL: config.url, ...extra };
 }
 
+/** What every report says of its database; each benchmark adds its counts. */
+export interface DatabaseInfo {
+  kind: BenchDatabase['kind'];
+  schema: string;
+  /** `select version()`. */
+  version: string;
+}
+
 /** The database section of a report: no data directory, no password. */
-export const reportedDatabase = (db, databaseUrl) => ({
-  ...db,
+export type ReportedDatabase<Info extends DatabaseInfo> = Info & { url: string };
+
+export const reportedDatabase = <Info extends DatabaseInfo>(
+  info: Info,
+  databaseUrl: string | undefined,
+): ReportedDatabase<Info> => ({
+  ...info,
   url: databaseUrl ? databaseUrl.replace(/\/\/[^@/]*@/, '//***@') : 'the local PostgreSQL server',
 });
 
@@ -241,41 +306,63 @@ export const reportedDatabase = (db, databaseUrl) => ({
 // Processes.
 
 /** A free loopback port (released again before use: a tiny race, fine for a hand-run tool). */
-export function freePort() {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
+      const { port } = server.address() as AddressInfo;
       server.close(() => resolve(port));
     });
   });
 }
 
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface NodeProcess {
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  pid: number;
+  exited: Promise<Exit>;
+  /** The last 8,000 characters of its stdout and stderr. */
+  output(): string;
+}
+
 /** Starts `node args...` and remembers it for cleanup; keeps the tail of its output for errors. */
-export function startNode(name, args, env) {
+export function startNode(name: string, args: string[], env: NodeJS.ProcessEnv): NodeProcess {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`${name} did not start`);
   children.add(child);
   let output = '';
-  const keep = (chunk) => {
-    output = (output + chunk).slice(-8000);
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8000);
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  exited.then(() => children.delete(child));
+  const exited = new Promise<Exit>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  void exited.then(() => children.delete(child));
   onCleanup(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
-    const timer = sleep(5000).then(() => 'timeout');
+    const timer = sleep(5000).then(() => 'timeout' as const);
     if ((await Promise.race([exited, timer])) === 'timeout') {
       log(`${name} did not stop on SIGTERM within 5s; killing it`);
       child.kill('SIGKILL');
       await exited;
     }
   });
-  return { child, exited, output: () => output };
+  return { child, pid: child.pid, exited, output: () => output };
+}
+
+export interface Service extends NodeProcess {
+  /** `http://127.0.0.1:<port>` */
+  base: string;
+  memoryIdle: Memory;
 }
 
 /**
@@ -284,7 +371,12 @@ export function startNode(name, args, env) {
  * writes a V8 CPU profile to results/ when it stops. Returns the process, its base URL and its
  * memory at idle.
  */
-export async function startService(name, script, env, cpuProfile) {
+export async function startService(
+  name: string,
+  script: string,
+  env: NodeJS.ProcessEnv,
+  cpuProfile: string | undefined,
+): Promise<Service> {
   const port = await freePort();
   mkdirSync(RESULTS_DIR, { recursive: true });
   const profile = cpuProfile
@@ -299,22 +391,26 @@ export async function startService(name, script, env, cpuProfile) {
   });
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(name, proc, `${base}/readyz`);
-  const memoryIdle = memory(proc.child.pid);
-  log(`${name} ready on ${base} (pid ${proc.child.pid}, RSS ${memoryIdle.rssMiB} MiB)`);
+  const memoryIdle = memory(proc.pid);
+  log(`${name} ready on ${base} (pid ${proc.pid}, RSS ${memoryIdle.rssMiB} MiB)`);
   return { ...proc, base, memoryIdle };
 }
 
-export async function waitForHttp(name, proc, url, timeoutMs = 60_000) {
+export async function waitForHttp(
+  name: string,
+  proc: NodeProcess,
+  url: string,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  let exit;
-  proc.exited.then((e) => (exit = e));
+  const { child } = proc;
   while (Date.now() < deadline) {
-    if (exit)
+    if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(
-        `${name} exited (code ${exit.code}, signal ${exit.signal}) before answering ${url}:\n${proc.output()}`,
+        `${name} exited (code ${child.exitCode}, signal ${child.signalCode}) before answering ${url}:\n${proc.output()}`,
       );
     try {
-      const response = await fetch(url, { signal: globalThis.AbortSignal.timeout(2000) });
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
       await response.arrayBuffer();
       if (response.ok) return;
     } catch {
@@ -325,8 +421,20 @@ export async function waitForHttp(name, proc, url, timeoutMs = 60_000) {
   throw new Error(`${name} did not answer ${url} within ${timeoutMs / 1000}s:\n${proc.output()}`);
 }
 
+/** An answer of `request`: the body as bytes and, when it has one, as JSON. */
+export interface Answer<T> {
+  response: Response;
+  bytes: Buffer;
+  /** The parsed body, of the shape the caller names (the service's schema type); undefined when empty. */
+  json: T;
+}
+
 /** `fetch`, the body as bytes and (when it has one) as JSON; a status other than `expect` throws. */
-export async function request(url, init = {}, expect = 200) {
+export async function request<T = unknown>(
+  url: string,
+  init: RequestInit = {},
+  expect = 200,
+): Promise<Answer<T>> {
   const response = await fetch(url, init);
   const bytes = Buffer.from(await response.arrayBuffer());
   if (response.status !== expect)
@@ -339,11 +447,16 @@ export async function request(url, init = {}, expect = 200) {
 // ---------------------------------------------------------------------------------------------
 // /proc readings (Linux; nulls elsewhere).
 
+export interface Memory {
+  rssMiB: number | null;
+  hwmMiB: number | null;
+}
+
 /** VmRSS / VmHWM of a process in MiB. */
-export function memory(pid) {
+export function memory(pid: number): Memory {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
+    const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
     return { rssMiB: round(kib('VmRSS') / 1024, 1), hwmMiB: round(kib('VmHWM') / 1024, 1) };
   } catch {
     return { rssMiB: null, hwmMiB: null };
@@ -352,19 +465,23 @@ export function memory(pid) {
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 
+/** User + system CPU seconds from the text of `/proc/<pid>/stat`. */
+function statCpuSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // #14 utime, #15 stime
+}
+
 /** CPU seconds (user + system) a process has used so far. */
-function cpuSeconds(pid) {
+function cpuSeconds(pid: number): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // #14 utime, #15 stime
+    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return null;
   }
 }
 
 /** CPU seconds all processes of the machine have used so far (/proc/stat). */
-function machineBusySeconds() {
+function machineBusySeconds(): number | null {
   try {
     const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
       .split('\n')[0]
@@ -379,9 +496,9 @@ function machineBusySeconds() {
 }
 
 /** CPU seconds per pid of every local PostgreSQL process (the server the service talks to on loopback). */
-function postgresCpu() {
-  const byPid = new Map();
-  let pids;
+function postgresCpu(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  let pids: string[];
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
   } catch {
@@ -391,8 +508,7 @@ function postgresCpu() {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      byPid.set(pid, (Number(fields[11]) + Number(fields[12])) / CLK_TCK);
+      byPid.set(pid, statCpuSeconds(stat));
     } catch {
       // gone meanwhile
     }
@@ -400,29 +516,32 @@ function postgresCpu() {
   return byPid;
 }
 
-function cpuSince(before, after) {
+function cpuSince(before: Map<string, number>, after: Map<string, number>): number {
   let total = 0;
   for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);
   return total;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Baseline: a bare Fastify server (default options, no logger, no plugins) answering one route from
-// memory with the exact bytes and headers the service answered.
+// Baseline: a bare Fastify server (baseline.ts) answering one route from memory with the exact
+// bytes and headers the service answered.
 
-async function serveBaseline(payloadFile) {
-  const { route, body, headers } = JSON.parse(readFileSync(payloadFile, 'utf8'));
-  const payload = Buffer.from(body, 'base64');
-  const { default: Fastify } = await import('fastify');
-  const app = Fastify({ logger: false });
-  app.get(route, (_request, reply) => {
-    for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-    return reply.send(payload);
+/**
+ * baseline.ts as plain JavaScript in `dir`: the baseline runs on bare Node, without the TypeScript
+ * loader (tsx adds some 30 MiB to a process), so its figures are Fastify's alone.
+ */
+function compileBaseline(dir: string): string {
+  const { outputText } = ts.transpileModule(readFileSync(BASELINE_SOURCE, 'utf8'), {
+    fileName: BASELINE_SOURCE,
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      esModuleInterop: true,
+    },
   });
-  await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-  const stop = () => app.close().then(() => process.exit(0));
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  const file = path.join(dir, 'baseline.js');
+  writeFileSync(file, outputText);
+  return file;
 }
 
 /**
@@ -430,20 +549,28 @@ async function serveBaseline(payloadFile) {
  * service): its body bytes and the response headers named in `headerNames` that it has. Checks that
  * the baseline answers the same bytes. Returns the child and the route's URL.
  */
-export async function startBaseline(route, sample, headerNames, requestInit = {}) {
+export async function startBaseline(
+  route: string,
+  sample: Answer<unknown>,
+  headerNames: string[],
+  requestInit: RequestInit = {},
+): Promise<NodeProcess & { url: string }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-baseline-'));
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   const payloadFile = path.join(dir, 'payload.json');
-  const headers = {};
+  const headers: Record<string, string> = {};
   for (const name of headerNames) {
     const value = sample.response.headers.get(name);
     if (value !== null) headers[name] = value;
   }
-  writeFileSync(payloadFile, JSON.stringify({ route, body: sample.bytes.toString('base64'), headers }));
+  const payload: BaselinePayload = { route, body: sample.bytes.toString('base64'), headers };
+  writeFileSync(payloadFile, JSON.stringify(payload));
   const port = await freePort();
-  const proc = startNode('baseline', [fileURLToPath(import.meta.url), '--serve-baseline', payloadFile], {
+  const proc = startNode('baseline', [compileBaseline(dir), payloadFile], {
     ...process.env,
     PORT: String(port),
+    // The compiled file lives in a temporary directory: it finds Fastify where the bench does.
+    NODE_PATH: path.resolve(require.resolve('fastify/package.json'), '../..'),
   });
   const url = `http://127.0.0.1:${port}${route}`;
   await waitForHttp('baseline', proc, url);
@@ -455,7 +582,64 @@ export async function startBaseline(route, sample, headerNames, requestInit = {}
 // ---------------------------------------------------------------------------------------------
 // Load.
 
-function autocannonRun(autocannon, scenario, connections, duration) {
+/** One request driven by autocannon against one server process. */
+export interface Scenario {
+  name: string;
+  label: string;
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  /** The server's process. */
+  pid: number;
+  /** Size of one response body. */
+  bytes: number;
+  /** Items in one response. */
+  items: number;
+}
+
+export interface ScenarioResult {
+  name: string;
+  label: string;
+  method: 'GET' | 'POST';
+  url: string;
+  responseBytes: number | null;
+  responseItems: number;
+  reqPerSec: number;
+  latencyMs: Pick<autocannon.Histogram, 'mean' | 'p50' | 'p90' | 'p97_5' | 'p99' | 'p99_9' | 'max'>;
+  throughputBytesPerSec: number;
+  serverCpuMsPerRequest: number | null;
+  serverCpuPercentOfOneCore: number | null;
+  postgresCpuMsPerRequest: number | null;
+  loadGeneratorCpuPercentOfOneCore: number | null;
+  otherCpuPercentOfOneCore: number | null;
+  requestsCompleted: number;
+  requestsSent: number;
+  status2xx: number;
+  non2xx: number;
+  statusCodes: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  resets: number;
+  warmup: {
+    reqPerSec: number;
+    status2xx: number;
+    requestsSent: number;
+    non2xx: number;
+    errors: number;
+  } | null;
+  memoryBefore: Memory;
+  memoryAfter: Memory;
+  autocannon: Pick<autocannon.Result, 'requests' | 'latency' | 'throughput' | 'duration'>;
+  /** req/s ÷ the baseline's (the first scenario's) req/s. */
+  ratioToBaseline: number | null;
+}
+
+function autocannonRun(
+  scenario: Scenario,
+  connections: number,
+  duration: number,
+): Promise<autocannon.Result> {
   return autocannon({
     url: scenario.url,
     method: scenario.method ?? 'GET',
@@ -468,32 +652,35 @@ function autocannonRun(autocannon, scenario, connections, duration) {
 }
 
 /**
- * Runs each scenario (`{name, label, url, method?, headers?, body?, pid, bytes, items}`, `pid` = the
- * server's process) after a warm-up, one after the other, and returns one record each: autocannon's
- * figures, the server's CPU and memory, PostgreSQL's CPU (`opts.databaseUrl`), the load generator's
- * and everyone else's CPU, and the ratio of req/s to the first scenario (the baseline).
+ * Runs each scenario after a warm-up, one after the other, and returns one record each:
+ * autocannon's figures, the server's CPU and memory, PostgreSQL's CPU, the load generator's and
+ * everyone else's CPU, and the ratio of req/s to the first scenario (the baseline).
  */
-export async function runScenarios(scenarios, opts) {
-  const { default: autocannon } = await import('autocannon');
-  const results = [];
+export async function runScenarios(
+  scenarios: Scenario[],
+  opts: BenchOptions<never>,
+): Promise<ScenarioResult[]> {
+  const results: ScenarioResult[] = [];
   for (const scenario of scenarios) {
     log(
       `${scenario.name}: ${opts.warmup}s warm-up, ${opts.duration}s measured, ${opts.connections} connections`,
     );
-    let warm;
-    if (opts.warmup > 0) warm = await autocannonRun(autocannon, scenario, opts.connections, opts.warmup);
+    const warm = opts.warmup > 0 ? await autocannonRun(scenario, opts.connections, opts.warmup) : null;
     const before = memory(scenario.pid);
     const cpuBefore = cpuSeconds(scenario.pid);
     const ownCpuBefore = process.cpuUsage();
     const busyBefore = machineBusySeconds();
     const pgBefore = postgresCpu();
-    const result = await autocannonRun(autocannon, scenario, opts.connections, opts.duration);
-    const busy = machineBusySeconds() - busyBefore;
+    const result = await autocannonRun(scenario, opts.connections, opts.duration);
+    const busyAfter = machineBusySeconds();
     const pgCpu = cpuSince(pgBefore, postgresCpu());
     const ownCpu = process.cpuUsage(ownCpuBefore);
-    const serverCpu = cpuSeconds(scenario.pid) - cpuBefore;
+    const cpuAfter = cpuSeconds(scenario.pid);
+    const serverCpu = cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore;
+    const busy = busyBefore === null || busyAfter === null ? null : busyAfter - busyBefore;
     const ownCpuSeconds = (ownCpu.user + ownCpu.system) / 1e6;
     const after = memory(scenario.pid);
+    const requests = Math.max(1, result.requests.total);
     results.push({
       name: scenario.name,
       label: scenario.label,
@@ -513,15 +700,14 @@ export async function runScenarios(scenarios, opts) {
       },
       throughputBytesPerSec: result.throughput.mean,
       // CPU the server process used during the measured run: per request, and as a share of one core.
-      serverCpuMsPerRequest:
-        cpuBefore === null ? null : round((serverCpu * 1000) / Math.max(1, result.requests.total), 3),
-      serverCpuPercentOfOneCore: cpuBefore === null ? null : round((serverCpu / result.duration) * 100, 1),
+      serverCpuMsPerRequest: serverCpu === null ? null : round((serverCpu * 1000) / requests, 3),
+      serverCpuPercentOfOneCore: serverCpu === null ? null : round((serverCpu / result.duration) * 100, 1),
       // Local PostgreSQL processes (all of them: other users of the server count too).
-      postgresCpuMsPerRequest: round((pgCpu * 1000) / Math.max(1, result.requests.total), 3),
+      postgresCpuMsPerRequest: round((pgCpu * 1000) / requests, 3),
       loadGeneratorCpuPercentOfOneCore: round((ownCpuSeconds / result.duration) * 100, 1),
       // Everything else on the machine during the run (other users' work skews the figures).
       otherCpuPercentOfOneCore:
-        cpuBefore === null || busyBefore === null
+        serverCpu === null || busy === null
           ? null
           : round(Math.max(0, (busy - serverCpu - ownCpuSeconds - pgCpu) / result.duration) * 100, 1),
       requestsCompleted: result.requests.total,
@@ -551,11 +737,19 @@ export async function runScenarios(scenarios, opts) {
         throughput: result.throughput,
         duration: result.duration,
       },
+      ratioToBaseline: null,
     });
   }
   const baselineRps = results[0].reqPerSec;
   for (const r of results) r.ratioToBaseline = round(r.reqPerSec / baselineRps, 3);
   return results;
+}
+
+export interface CounterCheck {
+  added: number;
+  answered2xx: number;
+  sent: number;
+  consistent: boolean;
 }
 
 /**
@@ -564,7 +758,7 @@ export async function runScenarios(scenarios, opts) {
  * service but never counted as answered, so a correct counter lands between the 2xx answered and
  * the requests sent.
  */
-export function counterCheck(before, after, r) {
+export function counterCheck(before: number, after: number, r: ScenarioResult): CounterCheck {
   const answered2xx = (r.warmup?.status2xx ?? 0) + r.status2xx;
   const sent = (r.warmup?.requestsSent ?? 0) + r.requestsSent;
   const added = after - before;
@@ -574,12 +768,60 @@ export function counterCheck(before, after, r) {
 // ---------------------------------------------------------------------------------------------
 // Report.
 
+export interface ReportHead {
+  startedAt: string;
+  finishedAt: string;
+  /** Short hash, `(with local changes)` when the measured paths have some; null outside git. */
+  commit: string | null;
+  machine: {
+    cpus: number;
+    cpuModel: string | undefined;
+    memoryGiB: number | null;
+    platform: string;
+    node: string;
+    note: string;
+    loadAverageAtStart: (number | null)[];
+    loadAverageAtEnd: (number | null)[];
+  };
+  /** The benchmark's own options, then duration, connections and warm-up. */
+  options: Record<string, number>;
+}
+
+export interface ServiceReport {
+  pid: number;
+  memoryIdle: Memory;
+  memoryEnd: Memory;
+  warnOrErrorLogTail: string | null;
+}
+
+/** What every report holds; each benchmark adds its own checks. */
+export interface Report<Info extends DatabaseInfo = DatabaseInfo> extends ReportHead {
+  database: ReportedDatabase<Info>;
+  service: ServiceReport;
+  cpuProfile: string | null;
+  scenarios: ScenarioResult[];
+}
+
 /**
  * The report's common part: times, commit (marked when `paths` have local changes), machine, and the
  * options (the benchmark's own `optionNames`, then duration, connections and warm-up).
  */
-export function reportHead({ startedAt, loadAtStart, paths, opts, optionNames }) {
-  const options = Object.fromEntries([...optionNames, ...Object.keys(LOAD_OPTIONS)].map((n) => [n, opts[n]]));
+export function reportHead<Own extends string>({
+  startedAt,
+  loadAtStart,
+  paths,
+  opts,
+  optionNames,
+}: {
+  startedAt: Date;
+  loadAtStart: (number | null)[];
+  paths: string[];
+  opts: BenchOptions<Own>;
+  optionNames: Own[];
+}): ReportHead {
+  const options: Record<string, number> = {};
+  for (const name of [...optionNames, ...(Object.keys(LOAD_OPTIONS) as LoadOption[])])
+    options[name] = opts[name];
   mkdirSync(RESULTS_DIR, { recursive: true });
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
   const dirty = spawnSync('git', ['status', '--porcelain', '--', ...paths], { cwd: ROOT, encoding: 'utf8' });
@@ -603,18 +845,18 @@ export function reportHead({ startedAt, loadAtStart, paths, opts, optionNames })
 }
 
 /** The service's section of a report: its memory at idle and at the end, and what it logged. */
-export function serviceReport(service) {
+export function serviceReport(service: Service): ServiceReport {
   const output = service.output();
   return {
-    pid: service.child.pid,
+    pid: service.pid,
     memoryIdle: service.memoryIdle,
-    memoryEnd: memory(service.child.pid),
+    memoryEnd: memory(service.pid),
     warnOrErrorLogTail: output.trim() ? output.slice(-4000) : null,
   };
 }
 
 /** Writes the report to `results/<name>.json` and returns the file. */
-export function writeReport(name, report) {
+export function writeReport(name: string, report: Report): string {
   const file = path.join(RESULTS_DIR, `${name}.json`);
   writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   return file;
@@ -624,11 +866,15 @@ export function writeReport(name, report) {
  * Prints the report: a title line (`<title> — <database> (<version>), <seeded>, ...`), the machine,
  * the scenario table, the caller's `notes` lines, the service's memory and the warnings.
  */
-export function printReport(report, file, { title, seeded, notes = [] }) {
+export function printReport(
+  report: Report,
+  file: string,
+  { title, seeded, notes = [] }: { title: string; seeded: string; notes?: string[] },
+): void {
   const { database: db, machine, options: o } = report;
   console.log('');
   console.log(
-    `${title} — ${db.kind === 'postgres' ? 'PostgreSQL' : 'the local PostgreSQL'} (${String(db.version).split(' on ')[0].split(',')[0]}), ` +
+    `${title} — ${db.kind === 'postgres' ? 'PostgreSQL' : 'the local PostgreSQL'} (${db.version.split(' on ')[0].split(',')[0]}), ` +
       `${seeded}, ${o.connections} connections, ${o.duration}s per scenario after ${o.warmup}s warm-up`,
   );
   console.log(
@@ -665,7 +911,7 @@ export function printReport(report, file, { title, seeded, notes = [] }) {
     `${r.memoryBefore.rssMiB}→${r.memoryAfter.rssMiB} (${r.memoryAfter.hwmMiB})`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells) =>
+  const line = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
@@ -681,7 +927,7 @@ export function printReport(report, file, { title, seeded, notes = [] }) {
       `WARNING: ${r.name}: ${r.non2xx} non-2xx (status codes ${JSON.stringify(r.statusCodes)}), ${r.errors} errors of which ${r.timeouts} timeouts (10 s)`,
     );
   }
-  const busy = report.scenarios.filter((r) => r.otherCpuPercentOfOneCore > 15);
+  const busy = report.scenarios.filter((r) => (r.otherCpuPercentOfOneCore ?? 0) > 15);
   if (busy.length) {
     console.log(
       `WARNING: other processes used CPU during ${busy.map((r) => `${r.name} (${r.otherCpuPercentOfOneCore}% of a core)`).join(', ')}; those figures are skewed`,
@@ -691,11 +937,4 @@ export function printReport(report, file, { title, seeded, notes = [] }) {
     console.log(`WARNING: the service logged at warn level or above (tail in the JSON report)`);
   console.log(`full figures: ${path.relative(ROOT, file)}`);
   if (report.cpuProfile) console.log(`service CPU profile (written when it stops): ${report.cpuProfile}`);
-}
-
-if (
-  process.argv[2] === '--serve-baseline' &&
-  path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)
-) {
-  await serveBaseline(process.argv[3]);
 }

@@ -1,16 +1,21 @@
-#!/usr/bin/env node
 // Hand-run load benchmark of social-api: `npm run bench:social [-- --users=N --posts=N --duration=S]`.
 // Seeds a throw-away database with the service's own `fake` commands, starts the built service and
 // a bare Fastify baseline in child processes, logs in as a fresh user who follows some others, drives
 // the feed, the posts, a followers list and post creation with autocannon on loopback, and reports
 // every figure as a ratio to the baseline measured in the same run. Not a test: it never passes or
-// fails on a threshold. See README.md next to this file.
+// fails on a threshold. See README.md in tools/bench.
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import * as lib from './lib.mjs';
+import { openDatabase } from '@platform/db';
+import type { Pagination } from '@platform/social-api/pagination';
+import type { Post } from '@platform/social-api/posts/schemas';
+import type { TokenPair } from '@platform/social-api/tokens/schemas';
+import type { User } from '@platform/social-api/users/schemas';
+import { sql, type Kysely } from 'kysely';
+import * as lib from './lib';
 
 const APP_DIST = path.join(lib.ROOT, 'apps/social-api/dist');
 const CLI_SOURCE = path.join(lib.ROOT, 'apps/social-api/src/cli.ts');
@@ -27,15 +32,39 @@ const USAGE = `usage: npm run bench:social -- [--users=1000] [--posts=20000] [--
   DATABASE_URL   PostgreSQL to use (a fresh schema social_bench_<random>, dropped at the end);
                  unset: a fresh schema of the local PostgreSQL server, dropped at the end`;
 
-const options = () =>
+type Options = lib.BenchOptions<'users' | 'posts' | 'follows'>;
+
+const options = (): Options =>
   lib.benchOptions(USAGE, {
     users: { env: 'BENCH_USERS', fallback: 1000 },
     posts: { env: 'BENCH_POSTS', fallback: 20_000 },
     follows: { env: 'BENCH_FOLLOWS', fallback: 50 },
   });
 
+/** One page of a collection: the body `Paginated(item)` of social-api's pagination.ts describes. */
+interface Page<T> {
+  pagination: Pagination;
+  data: T[];
+}
+
+interface SeededDatabase extends lib.DatabaseInfo {
+  users: number;
+  posts: number;
+  follows: number;
+  mostFollowed: { id: number; followers: number };
+  seedSeconds: { users: number | null; posts: number | null };
+  analyzed: true;
+}
+
+interface SocialReport extends lib.Report<SeededDatabase> {
+  benchUser: { id: number; username: string; following: number; feedPosts: number };
+  deepCursor: { offset: number; postId: number; timestamp: string; reportedOffset: number };
+  feedDeepToFirstRatio: number | null;
+  postCheck: lib.CounterCheck & { userId: number; postsBefore: number; postsAfter: number };
+}
+
 /** The fake data commands live in src/cli.ts; while it is missing, look every 30 s for up to 30 min. */
-async function waitForCli() {
+async function waitForCli(): Promise<boolean> {
   if (existsSync(CLI_SOURCE)) return false;
   lib.log('apps/social-api/src/cli.ts does not exist yet; looking again every 30 s for up to 30 minutes');
   const deadline = Date.now() + 30 * 60_000;
@@ -51,7 +80,7 @@ async function waitForCli() {
 }
 
 /** `node apps/social-api/dist/cli.js <args>` on the throw-away database; its output, or an error. */
-async function cli(args, env) {
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   const proc = lib.startNode(`social-api ${args.join(' ')}`, [path.join(APP_DIST, 'cli.js'), ...args], env);
   const { code, signal } = await proc.exited;
   if (code !== 0)
@@ -62,7 +91,7 @@ async function cli(args, env) {
 }
 
 /** Runs `fake <kind> <count>` and checks its last line (`N users added.`); returns the seconds it took. */
-async function fake(kind, count, env) {
+async function fake(kind: 'users' | 'posts', count: number, env: NodeJS.ProcessEnv): Promise<number | null> {
   const started = performance.now();
   const output = await cli(['fake', kind, String(count)], env);
   if (!output.endsWith(`${count} ${kind} added.`))
@@ -70,39 +99,51 @@ async function fake(kind, count, env) {
   return lib.round((performance.now() - started) / 1000, 1);
 }
 
-/** Opens the throw-away database in this process for `run(db, sql, kind)` . */
-async function withDatabase(config, run) {
-  const { openDatabase } = lib.require('@platform/db');
-  const { sql } = lib.require('kysely');
+/** Opens the throw-away database in this process for `run(db)` (raw SQL: the tables are social-api's). */
+async function withDatabase<T>(
+  config: lib.BenchDatabase['config'],
+  run: (db: Kysely<unknown>) => Promise<T>,
+): Promise<T> {
   const database = await openDatabase({ ...config, poolMax: 1 });
   try {
-    return await run(database.db, sql, database.kind);
+    return await run(database.db);
   } finally {
     await database.close();
   }
 }
 
 /** Seeds with the service's command line, then reads what the scenarios need (in this process). */
-async function prepareDatabase(opts) {
-  const config = await lib.throwAwayDatabase('social', opts.databaseUrl);
+async function prepareDatabase(opts: Options): Promise<{
+  config: lib.BenchDatabase['config'];
+  info: SeededDatabase;
+  followTargets: number[];
+}> {
+  const { config, kind } = await lib.throwAwayDatabase('social', opts.databaseUrl);
   const env = lib.databaseEnv(config, { LOG_LEVEL: 'warn' });
   const usersSeconds = await fake('users', opts.users, env);
   const postsSeconds = await fake('posts', opts.posts, env);
-  const info = await withDatabase(config, async (db, sql, kind) => {
+  return withDatabase(config, async (db) => {
     // PostgreSQL's autovacuum analyzes freshly loaded tables within a minute; do it now so the plans
     // do not change mid-run. (The fake commands analyze what they load too.)
     await sql`analyze`.execute(db);
     const stats = (
-      await sql`select version() as version, (select count(*)::int from users) as users,
+      await sql<{
+        version: string;
+        users: number;
+        posts: number;
+        follows: number;
+      }>`select version() as version, (select count(*)::int from users) as users,
         (select count(*)::int from posts) as posts, (select count(*)::int from followers) as follows`.execute(
         db,
       )
     ).rows[0];
     const mostFollowed = (
-      await sql`select followed_id as id, count(*)::int as followers from followers
-        group by followed_id order by count(*) desc, followed_id limit 1`.execute(db)
+      await sql<SeededDatabase['mostFollowed']>`select followed_id as id, count(*)::int as followers
+        from followers group by followed_id order by count(*) desc, followed_id limit 1`.execute(db)
     ).rows[0];
-    const ids = (await sql`select id from users order by id`.execute(db)).rows.map((r) => r.id);
+    const ids = (await sql<{ id: number }>`select id from users order by id`.execute(db)).rows.map(
+      (r) => r.id,
+    );
     // The bench user follows users spread evenly over the ids: a feed of about follows × posts/users posts.
     const step = ids.length / Math.min(opts.follows, ids.length);
     const followTargets = Array.from(
@@ -110,28 +151,37 @@ async function prepareDatabase(opts) {
       (_, i) => ids[Math.floor(i * step)],
     );
     return {
-      kind,
-      schema: config.schema,
-      version: stats.version,
-      users: stats.users,
-      posts: stats.posts,
-      follows: stats.follows,
-      mostFollowed: mostFollowed ?? { id: ids[0], followers: 0 },
+      config,
+      info: {
+        kind,
+        schema: config.schema,
+        version: stats.version,
+        users: stats.users,
+        posts: stats.posts,
+        follows: stats.follows,
+        mostFollowed: mostFollowed ?? { id: ids[0], followers: 0 },
+        seedSeconds: { users: usersSeconds, posts: postsSeconds },
+        analyzed: true,
+      },
       followTargets,
-      seedSeconds: { users: usersSeconds, posts: postsSeconds },
-      analyzed: true,
     };
   });
-  return { config, info };
+}
+
+interface BenchUser {
+  id: number;
+  username: string;
+  /** The `Authorization: Bearer` header of its access token. */
+  auth: { authorization: string };
 }
 
 /** Registers a fresh user, logs in (one argon2 hash and one verification) and follows `targets`. */
-async function benchUser(base, targets) {
+async function benchUser(base: string, targets: number[]): Promise<BenchUser> {
   const suffix = randomBytes(4).toString('hex');
   const username = `bench_${suffix}`;
   const password = randomBytes(12).toString('hex');
   const json = { 'content-type': 'application/json' };
-  const { json: user } = await lib.request(
+  const { json: user } = await lib.request<User>(
     `${base}/api/users`,
     {
       method: 'POST',
@@ -141,7 +191,7 @@ async function benchUser(base, targets) {
     201,
   );
   const basic = Buffer.from(`${username}:${password}`).toString('base64');
-  const { json: tokens } = await lib.request(`${base}/api/tokens`, {
+  const { json: tokens } = await lib.request<TokenPair>(`${base}/api/tokens`, {
     method: 'POST',
     headers: { authorization: `Basic ${basic}` },
   });
@@ -152,12 +202,14 @@ async function benchUser(base, targets) {
 }
 
 /** How many posts the bench user has written (the post-creation counter). */
-async function postsOf(base, auth, userId) {
-  const { json } = await lib.request(`${base}/api/users/${userId}/posts?limit=1`, { headers: auth });
+async function postsOf(base: string, auth: BenchUser['auth'], userId: number): Promise<number> {
+  const { json } = await lib.request<Page<Post>>(`${base}/api/users/${userId}/posts?limit=1`, {
+    headers: auth,
+  });
   return json.pagination.total;
 }
 
-async function bench(opts) {
+async function bench(opts: Options): Promise<void> {
   const startedAt = new Date();
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
   const loadAtStart = lib.loadAverage();
@@ -174,13 +226,14 @@ async function bench(opts) {
   lib.log(
     `seeding ${opts.users} users and ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} with social-api's fake commands ...`,
   );
-  const { config, info: db } = await prepareDatabase(opts);
+  const { config, info: db, followTargets } = await prepareDatabase(opts);
   lib.log(
     `seeded ${db.users} users (${db.follows} follows) in ${db.seedSeconds.users}s and ${db.posts} posts in ${db.seedSeconds.posts}s (not measured)`,
   );
 
   // The service as it runs, quiet, with an access token that outlives the run. The one login hashes
   // with the default argon2 cost: it happens once, outside the measurements.
+  const cpuProfile = opts.cpuProf ? `${lib.stamp(startedAt)}-social-api.cpuprofile` : undefined;
   const service = await lib.startService(
     'social-api',
     path.join(APP_DIST, 'main.js'),
@@ -189,12 +242,12 @@ async function bench(opts) {
       SECRET_KEY: randomBytes(24).toString('hex'),
       DISABLE_AUTH: 'no',
     }),
-    opts.cpuProf && `${lib.stamp(startedAt)}-social-api.cpuprofile`,
+    cpuProfile,
   );
   const base = service.base;
-  const me = await benchUser(base, db.followTargets);
-  lib.log(`logged in as ${me.username} (id ${me.id}), following ${db.followTargets.length} users`);
-  await withDatabase(config, (pg, sql) => sql`analyze`.execute(pg));
+  const me = await benchUser(base, followTargets);
+  lib.log(`logged in as ${me.username} (id ${me.id}), following ${followTargets.length} users`);
+  await withDatabase(config, (pg) => sql`analyze`.execute(pg));
 
   // One look at each request before the load: sizes, and that they are what the scenario claims.
   // The probe post comes first, so the feed the baseline copies is the feed the scenarios read.
@@ -202,35 +255,36 @@ async function bench(opts) {
     method: 'POST',
     headers: { ...me.auth, 'content-type': 'application/json' },
     body: JSON.stringify({ text: 'A benchmark post, the same text every time.' }),
-  };
+  } as const;
   const probe = await lib.request(`${base}/api/posts`, newPost, 201);
   const get = { headers: me.auth };
-  const feed = await lib.request(`${base}/api/feed`, get);
+  const feed = await lib.request<Page<Post>>(`${base}/api/feed`, get);
   const feedTotal = feed.json.pagination.total;
   // The deep cursor: the timestamp of the post ~80 % down the feed (posts strictly older follow it).
   const cursorOffset = Math.floor(feedTotal * 0.8);
-  const cursorPost = (await lib.request(`${base}/api/feed?offset=${cursorOffset}&limit=1`, get)).json.data[0];
+  const cursorPost = (await lib.request<Page<Post>>(`${base}/api/feed?offset=${cursorOffset}&limit=1`, get))
+    .json.data[0];
   const deepUrl = `${base}/api/feed?after=${encodeURIComponent(cursorPost.timestamp)}`;
-  const deep = await lib.request(deepUrl, get);
+  const deep = await lib.request<Page<Post>>(deepUrl, get);
   if (deep.json.data.some((p) => p.timestamp >= cursorPost.timestamp))
     throw new Error('the deep feed page holds posts not older than its cursor');
-  const all = await lib.request(`${base}/api/posts`, get);
+  const all = await lib.request<Page<Post>>(`${base}/api/posts`, get);
   const followersUrl = `${base}/api/users/${db.mostFollowed.id}/followers`;
-  const followers = await lib.request(followersUrl, get);
+  const followers = await lib.request<Page<User>>(followersUrl, get);
   const postsBefore = await postsOf(base, me.auth, me.id);
 
   // The baseline: the feed's bytes and content type, from memory, in its own process.
   const baseline = await lib.startBaseline('/api/feed', feed, ['content-type'], get);
 
-  const pid = service.child.pid;
-  const items = (r) => r.json.data.length;
-  const scenarios = [
+  const pid = service.pid;
+  const items = (r: lib.Answer<Page<unknown>>) => r.json.data.length;
+  const scenarios: lib.Scenario[] = [
     {
       name: 'baseline',
       label: 'baseline: bare Fastify, feed bytes from memory',
       url: baseline.url,
       headers: me.auth,
-      pid: baseline.child.pid,
+      pid: baseline.pid,
       bytes: feed.bytes.length,
       items: items(feed),
     },
@@ -295,7 +349,7 @@ async function bench(opts) {
     ...lib.counterCheck(postsBefore, postsAfter, byName['create-post']),
   };
 
-  const report = {
+  const report: SocialReport = {
     ...lib.reportHead({
       startedAt,
       loadAtStart,
@@ -303,9 +357,9 @@ async function bench(opts) {
       opts,
       optionNames: ['users', 'posts', 'follows'],
     }),
-    database: lib.reportedDatabase({ ...db, followTargets: undefined }, opts.databaseUrl),
+    database: lib.reportedDatabase(db, opts.databaseUrl),
     service: lib.serviceReport(service),
-    benchUser: { id: me.id, username: me.username, following: db.followTargets.length, feedPosts: feedTotal },
+    benchUser: { id: me.id, username: me.username, following: followTargets.length, feedPosts: feedTotal },
     deepCursor: {
       offset: cursorOffset,
       postId: cursorPost.id,
@@ -313,7 +367,7 @@ async function bench(opts) {
       reportedOffset: deep.json.pagination.offset,
     },
     feedDeepToFirstRatio: lib.round(byName['feed-deep'].reqPerSec / byName.feed.reqPerSec, 3),
-    cpuProfile: opts.cpuProf ? `tools/bench/results/${lib.stamp(startedAt)}-social-api.cpuprofile` : null,
+    cpuProfile: cpuProfile ? `tools/bench/results/${cpuProfile}` : null,
     postCheck,
     scenarios: results,
   };
@@ -322,7 +376,7 @@ async function bench(opts) {
   const pc = postCheck;
   lib.printReport(report, file, {
     title: 'social-api bench',
-    seeded: `${db.users} users / ${db.follows} follows / ${db.posts} posts, bench user follows ${db.followTargets.length} (feed of ${feedTotal})`,
+    seeded: `${db.users} users / ${db.follows} follows / ${db.posts} posts, bench user follows ${followTargets.length} (feed of ${feedTotal})`,
     notes: [
       `deep feed page / first feed page req/s: ${report.feedDeepToFirstRatio?.toFixed(3) ?? 'n/a'}`,
       `post counter (warm-up included): ${pc.postsBefore} → ${pc.postsAfter} posts, +${pc.added} for ${pc.answered2xx} answered 2xx / ${pc.sent} sent` +
@@ -331,4 +385,4 @@ async function bench(opts) {
   });
 }
 
-await lib.runMain(options, bench);
+void lib.runMain(options, bench);

@@ -1,12 +1,17 @@
-#!/usr/bin/env node
 // Hand-run load benchmark of microblog-api: `npm run bench [-- --posts=N --duration=S --connections=C]`.
 // Seeds a throw-away database, starts the built service and a bare Fastify baseline in child
 // processes, drives both with autocannon on loopback and reports every figure as a ratio to the
 // baseline measured in the same run. Not a test: it never passes or fails on a threshold.
-// See README.md next to this file.
+// See README.md in tools/bench.
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import * as lib from './lib.mjs';
+import { migrateToLatest, openDatabase } from '@platform/db';
+import { migrations } from '@platform/microblog-api/db/migrations';
+import type { MicroblogDatabase } from '@platform/microblog-api/db/schema';
+import type { Post } from '@platform/microblog-api/posts/schemas';
+import { seedDemoData } from '@platform/microblog-api/posts/seed';
+import { sql } from 'kysely';
+import * as lib from './lib';
 
 const APP_DIST = path.join(lib.ROOT, 'apps/microblog-api/dist');
 
@@ -20,20 +25,37 @@ const USAGE = `usage: npm run bench -- [--posts=10000] [--duration=10] [--connec
   DATABASE_URL   PostgreSQL to use (a fresh schema microblog_bench_<random>, dropped at the end);
                  unset: a fresh schema of the local PostgreSQL server, dropped at the end`;
 
-const options = () =>
+type Options = lib.BenchOptions<'posts'>;
+
+const options = (): Options =>
   lib.benchOptions(USAGE, {
     posts: { env: 'BENCH_POSTS', fallback: 10_000 },
   });
 
-/** Seeds the throw-away database (a fresh schema) with the built modules, in this process. */
-async function prepareDatabase(opts) {
-  const { openDatabase, migrateToLatest } = lib.require('@platform/db');
-  const { sql } = lib.require('kysely');
-  const { migrations } = lib.require(path.join(APP_DIST, 'db/migrations/index.js'));
-  const { seedDemoData } = lib.require(path.join(APP_DIST, 'posts/seed.js'));
+interface SeededDatabase extends lib.DatabaseInfo {
+  posts: number;
+  replies: number;
+  onlineSafetyPosts: number;
+  newestId: number;
+  oldestId: number;
+  /** The `before` cursor of the deep page: the id just above the 150 oldest posts. */
+  deepBefore: number;
+  seedSeconds: number | null;
+  analyzed: true;
+  seededReplies: number;
+}
 
-  const config = await lib.throwAwayDatabase('microblog', opts.databaseUrl);
-  const database = await openDatabase(config);
+interface MicroblogReport extends lib.Report<SeededDatabase> {
+  deepToFirstPageRatio: number | null;
+  reactionCheck: lib.CounterCheck & { postId: number; likesBefore: number; likesAfter: number };
+}
+
+/** Seeds the throw-away database (a fresh schema) with the service's own seed, in this process. */
+async function prepareDatabase(
+  opts: Options,
+): Promise<{ config: lib.BenchDatabase['config']; info: SeededDatabase }> {
+  const { config, kind } = await lib.throwAwayDatabase('microblog', opts.databaseUrl);
+  const database = await openDatabase<MicroblogDatabase>(config);
   try {
     await migrateToLatest(database.db, database.schema, migrations);
     const started = performance.now();
@@ -43,21 +65,30 @@ async function prepareDatabase(opts) {
     // plans do not change halfway through the run.
     await sql`analyze`.execute(database.db);
     const stats = (
-      await sql`select min(id) as min_id, max(id) as max_id, count(*)::int as posts,
+      await sql<{
+        min_id: number;
+        max_id: number;
+        posts: number;
+        replies: number;
+        online_safety: number;
+        version: string;
+      }>`select min(id) as min_id, max(id) as max_id, count(*)::int as posts,
         (select count(*)::int from replies) as replies,
         count(*) filter (where quest_topic = 'online_safety')::int as online_safety,
         version() as version from posts`.execute(database.db)
     ).rows[0];
     // "Near the oldest": the page just above the 150 oldest posts (still a full page with a next link).
     const deep = (
-      await sql`select id from posts order by id asc offset ${Math.min(150, opts.posts - 1)} limit 1`.execute(
+      await sql<{
+        id: number;
+      }>`select id from posts order by id asc offset ${Math.min(150, opts.posts - 1)} limit 1`.execute(
         database.db,
       )
     ).rows[0];
     return {
       config,
       info: {
-        kind: database.kind,
+        kind,
         schema: config.schema,
         version: stats.version,
         posts: stats.posts,
@@ -76,13 +107,13 @@ async function prepareDatabase(opts) {
   }
 }
 
-async function likesOf(base, postId) {
-  const { json } = await lib.request(`${base}/api/microblog?before=${postId + 1}&limit=1`);
+async function likesOf(base: string, postId: number): Promise<number> {
+  const { json } = await lib.request<Post[]>(`${base}/api/microblog?before=${postId + 1}&limit=1`);
   if (json[0]?.id !== postId) throw new Error(`post ${postId} not found`);
   return json[0].reactions.like;
 }
 
-async function bench(opts) {
+async function bench(opts: Options): Promise<void> {
   const startedAt = new Date();
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
   const loadAtStart = lib.loadAverage();
@@ -102,20 +133,21 @@ async function bench(opts) {
   lib.log(`seeded ${db.posts} posts, ${db.replies} replies in ${db.seedSeconds}s (not measured)`);
 
   // The service, as it runs in production, but quiet and with writes effectively unlimited.
+  const cpuProfile = opts.cpuProf ? `${lib.stamp(startedAt)}-microblog-api.cpuprofile` : undefined;
   const service = await lib.startService(
     'microblog-api',
     path.join(APP_DIST, 'main.js'),
     lib.databaseEnv(config, { WRITE_RATE_LIMIT: '1000000000' }),
-    opts.cpuProf && `${lib.stamp(startedAt)}-microblog-api.cpuprofile`,
+    cpuProfile,
   );
   const base = service.base;
 
   // One look at each page before the load: sizes, and that they are what the scenario claims.
-  const first = await lib.request(`${base}/api/microblog`);
+  const first = await lib.request<Post[]>(`${base}/api/microblog`);
   const deepUrl = `${base}/api/microblog?before=${db.deepBefore}`;
-  const deep = await lib.request(deepUrl);
+  const deep = await lib.request<Post[]>(deepUrl);
   const topicUrl = `${base}/api/microblog?topic=online_safety`;
-  const topic = await lib.request(topicUrl);
+  const topic = await lib.request<Post[]>(topicUrl);
   if (topic.json.some((p) => p.quest_topic !== 'online_safety'))
     throw new Error('topic page holds other topics');
   const reactionPost = db.newestId;
@@ -123,19 +155,19 @@ async function bench(opts) {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ post_id: reactionPost, reaction_type: 'like' }),
-  };
+  } as const;
   const probe = await lib.request(`${base}/api/microblog/reaction`, reaction);
   const likesBefore = await likesOf(base, reactionPost);
 
   // The baseline: same body bytes, content type and Link header, from memory, in its own process.
   const baseline = await lib.startBaseline('/api/microblog', first, ['content-type', 'link']);
 
-  const scenarios = [
+  const scenarios: lib.Scenario[] = [
     {
       name: 'baseline',
       label: 'baseline: bare Fastify, same body from memory',
       url: baseline.url,
-      pid: baseline.child.pid,
+      pid: baseline.pid,
       bytes: first.bytes.length,
       items: first.json.length,
     },
@@ -143,7 +175,7 @@ async function bench(opts) {
       name: 'first-page',
       label: 'GET /api/microblog (first page)',
       url: `${base}/api/microblog`,
-      pid: service.child.pid,
+      pid: service.pid,
       bytes: first.bytes.length,
       items: first.json.length,
     },
@@ -151,7 +183,7 @@ async function bench(opts) {
       name: 'deep-page',
       label: `GET /api/microblog?before=${db.deepBefore} (deep)`,
       url: deepUrl,
-      pid: service.child.pid,
+      pid: service.pid,
       bytes: deep.bytes.length,
       items: deep.json.length,
     },
@@ -159,7 +191,7 @@ async function bench(opts) {
       name: 'topic',
       label: 'GET /api/microblog?topic=online_safety',
       url: topicUrl,
-      pid: service.child.pid,
+      pid: service.pid,
       bytes: topic.bytes.length,
       items: topic.json.length,
     },
@@ -168,7 +200,7 @@ async function bench(opts) {
       label: `POST /api/microblog/reaction (post ${reactionPost})`,
       url: `${base}/api/microblog/reaction`,
       ...reaction,
-      pid: service.child.pid,
+      pid: service.pid,
       bytes: probe.bytes.length,
       items: 1,
     },
@@ -187,7 +219,7 @@ async function bench(opts) {
     ...lib.counterCheck(likesBefore, likesAfter, byName.reaction),
   };
 
-  const report = {
+  const report: MicroblogReport = {
     ...lib.reportHead({
       startedAt,
       loadAtStart,
@@ -198,7 +230,7 @@ async function bench(opts) {
     database: lib.reportedDatabase(db, opts.databaseUrl),
     service: lib.serviceReport(service),
     deepToFirstPageRatio: lib.round(byName['deep-page'].reqPerSec / byName['first-page'].reqPerSec, 3),
-    cpuProfile: opts.cpuProf ? `tools/bench/results/${lib.stamp(startedAt)}-microblog-api.cpuprofile` : null,
+    cpuProfile: cpuProfile ? `tools/bench/results/${cpuProfile}` : null,
     reactionCheck,
     scenarios: results,
   };
@@ -216,4 +248,4 @@ async function bench(opts) {
   });
 }
 
-await lib.runMain(options, bench);
+void lib.runMain(options, bench);
