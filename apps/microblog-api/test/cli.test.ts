@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
+import { childProcessEnv } from '@platform/http-kit/testing';
 import type { MicroblogDatabase } from '../src/db/schema';
 
 const run = promisify(execFile);
@@ -13,13 +14,7 @@ const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
 /** The command line, run as people run it (`npm run seed:microblog` calls `cli.ts seed`). */
 describe('microblog-api command line', () => {
   const fresh = testDatabase('microblog');
-  const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const env = {
-    ...inherited,
-    NODE_OPTIONS: '',
-    DB_SCHEMA: fresh.config.schema,
-    DATABASE_URL: fresh.config.url,
-  };
+  const env = childProcessEnv(fresh.config);
   const cli = (...args: string[]) =>
     run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
 

@@ -5,6 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { openForTheseTests } from '@platform/http-kit/testing';
 import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
 const BODY_LIMIT = 16 * 1024;
@@ -117,6 +118,14 @@ function bodyOfSize(path: (typeof WRITE_PATHS)[number], bytes: number): string {
 }
 
 const json = { 'content-type': 'application/json' };
+
+/** `method url`, with an empty JSON object as its body when the method carries one. */
+const send = (method: string, url: string) =>
+  app.inject({
+    method: method as InjectOptions['method'],
+    url,
+    payload: ['POST', 'PUT', 'PATCH'].includes(method) ? {} : undefined,
+  });
 
 // ---------------------------------------------------------------------------------------------
 
@@ -293,12 +302,7 @@ describe('404 Not Found', () => {
     ['POST', '/api/posts'],
     ['DELETE', '/api/microblog/1'],
   ])('unknown path under /api: %s %s', async (method, url) => {
-    const res = await app.inject({
-      method: method as InjectOptions['method'],
-      url,
-      payload: method === 'POST' ? {} : undefined,
-    });
-    expectProblem(res, 404);
+    expectProblem(await send(method, url), 404);
   });
 
   test.each(['/nope', '/index.php', '/docs-not-here', '/api-ish'])(
@@ -322,11 +326,7 @@ describe('405 Method Not Allowed (known path, wrong method), with Allow', () => 
 
   test.each(['DELETE', 'PUT', 'PATCH'])('%s /api/microblog → Allow lists GET and POST', async (method) => {
     const before = await stored();
-    const res = await app.inject({
-      method: method as InjectOptions['method'],
-      url: '/api/microblog',
-      payload: method === 'DELETE' ? undefined : {},
-    });
+    const res = await send(method, '/api/microblog');
     expectProblem(res, 405);
     const allow = allowOf(res);
     expect(allow).toEqual(expect.arrayContaining(['GET', 'POST']));
@@ -340,11 +340,7 @@ describe('405 Method Not Allowed (known path, wrong method), with Allow', () => 
     ['GET', '/api/microblog/reaction'],
     ['PUT', '/api/microblog/reaction'],
   ])('%s %s → Allow: POST', async (method, url) => {
-    const res = await app.inject({
-      method: method as InjectOptions['method'],
-      url,
-      payload: method === 'PUT' ? {} : undefined,
-    });
+    const res = await send(method, url);
     expectProblem(res, 405);
     expect(allowOf(res)).toEqual(['POST']);
   });
@@ -358,11 +354,7 @@ describe('405 Method Not Allowed (known path, wrong method), with Allow', () => 
   test('every method listed in Allow is answered by something other than 404/405', async () => {
     const res = await app.inject({ method: 'DELETE', url: '/api/microblog' });
     for (const method of allowOf(res)) {
-      const again = await app.inject({
-        method: method as InjectOptions['method'],
-        url: '/api/microblog',
-        payload: method === 'POST' ? {} : undefined,
-      });
+      const again = await send(method, '/api/microblog');
       expect([404, 405]).not.toContain(again.statusCode);
     }
   });
@@ -462,35 +454,27 @@ describe('415 Unsupported Media Type (non-JSON body on a POST)', () => {
 
 describe('429 Too Many Requests (write rate limit shared by the three writes)', () => {
   const LIMIT = 3;
-  let limited: TestApp;
+  const limited = openForTheseTests(() => buildTestApp({ WRITE_RATE_LIMIT: String(LIMIT) }));
   let address = 0;
   /** A fresh client address per test: each test has its own budget. */
   const nextAddress = () => `10.0.${Math.floor(++address / 250)}.${(address % 250) + 1}`;
 
-  beforeAll(async () => {
-    limited = await buildTestApp({ WRITE_RATE_LIMIT: String(LIMIT) });
-  });
-
-  afterAll(async () => {
-    await limited?.close();
-  });
-
   const post = (remoteAddress: string) =>
-    limited.app.inject({
+    limited().app.inject({
       method: 'POST',
       url: '/api/microblog',
       remoteAddress,
       payload: { content: 'rate limited', quest_topic: 'online_safety', student_name: 'Rae' },
     });
   const reply = (remoteAddress: string, id: number) =>
-    limited.app.inject({
+    limited().app.inject({
       method: 'POST',
       url: '/api/microblog/reply',
       remoteAddress,
       payload: { post_id: id, content: 'a reply' },
     });
   const react = (remoteAddress: string, id: number) =>
-    limited.app.inject({
+    limited().app.inject({
       method: 'POST',
       url: '/api/microblog/reaction',
       remoteAddress,
@@ -520,11 +504,11 @@ describe('429 Too Many Requests (write rate limit shared by the three writes)', 
     async (kind) => {
       const ip = nextAddress();
       const id = await spendBudget(ip);
-      const before = await stored(limited);
+      const before = await stored(limited());
       const res =
         kind === 'post' ? await post(ip) : kind === 'reply' ? await reply(ip, id) : await react(ip, id);
       expectTooManyRequests(res);
-      expect(await stored(limited)).toEqual(before);
+      expect(await stored(limited())).toEqual(before);
     },
   );
 
@@ -540,7 +524,7 @@ describe('429 Too Many Requests (write rate limit shared by the three writes)', 
     const ip = nextAddress();
     await spendBudget(ip);
     for (let i = 0; i < LIMIT * 4; i += 1) {
-      const res = await limited.app.inject({ method: 'GET', url: '/api/microblog', remoteAddress: ip });
+      const res = await limited().app.inject({ method: 'GET', url: '/api/microblog', remoteAddress: ip });
       expect(res.statusCode).toBe(200);
     }
     expectTooManyRequests(await post(ip));
@@ -550,7 +534,7 @@ describe('429 Too Many Requests (write rate limit shared by the three writes)', 
     const ip = nextAddress();
     for (let i = 0; i < LIMIT * 4; i += 1) {
       expect(
-        (await limited.app.inject({ method: 'GET', url: '/api/microblog', remoteAddress: ip })).statusCode,
+        (await limited().app.inject({ method: 'GET', url: '/api/microblog', remoteAddress: ip })).statusCode,
       ).toBe(200);
     }
     await spendBudget(ip);
@@ -565,23 +549,15 @@ describe('429 Too Many Requests (write rate limit shared by the three writes)', 
   });
 
   describe('default budget', () => {
-    let defaults: TestApp;
-
-    beforeAll(async () => {
-      // An empty value leaves WRITE_RATE_LIMIT unset: the documented default applies.
-      defaults = await buildTestApp({ WRITE_RATE_LIMIT: '' });
-    });
-
-    afterAll(async () => {
-      await defaults?.close();
-    });
+    // An empty value leaves WRITE_RATE_LIMIT unset: the documented default applies.
+    const defaults = openForTheseTests(() => buildTestApp({ WRITE_RATE_LIMIT: '' }));
 
     test('is 60 writes per minute', async () => {
-      expect(defaults.config.writeRateLimit).toBe(60);
+      expect(defaults().config.writeRateLimit).toBe(60);
       const ip = '192.0.2.60';
       const results: number[] = [];
       for (let i = 0; i < 61; i += 1) {
-        const res = await defaults.app.inject({
+        const res = await defaults().app.inject({
           method: 'POST',
           url: '/api/microblog/reaction',
           remoteAddress: ip,

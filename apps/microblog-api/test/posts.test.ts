@@ -4,17 +4,9 @@
  * looks at and finds them by id, so tests do not depend on each other's order.
  */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import type { Post, Reply } from '../src/posts/schemas';
+import { QUEST_TOPICS, type Post, type QuestTopic, type Reply } from '../src/posts/schemas';
 import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
-const TOPICS = [
-  'digital_footprint',
-  'online_safety',
-  'digital_literacy',
-  'cyberbullying',
-  'privacy_security',
-  'digital_ethics',
-] as const;
 const KINDS = ['like', 'love', 'celebrate', 'insightful', 'support'] as const;
 const ZERO_REACTIONS = { like: 0, love: 0, celebrate: 0, insightful: 0, support: 0 };
 const ISO_MS_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -29,6 +21,15 @@ const POST_FIELDS = [
   'timestamp',
 ];
 const REPLY_FIELDS = ['content', 'id', 'post_id', 'student_name', 'timestamp'];
+/** The ways a write may name its post: post_id or an alias, as a number or a string of digits. */
+const POST_ID_SPELLINGS: [name: string, idField: (id: number) => Record<string, unknown>][] = [
+  ['post_id as a number', (id) => ({ post_id: id })],
+  ['post_id as a digit string', (id) => ({ post_id: String(id) })],
+  ['postId', (id) => ({ postId: id })],
+  ['postId as a digit string', (id) => ({ postId: String(id) })],
+  ['microblogId', (id) => ({ microblogId: id })],
+  ['microblogId as a digit string', (id) => ({ microblogId: String(id) })],
+];
 /** An astral-plane character: one character, two UTF-16 code units, four UTF-8 bytes. */
 const EMOJI = '😀';
 
@@ -112,6 +113,41 @@ const writeReaction = (payload: unknown) =>
     payload: payload as InjectOptions['payload'],
   });
 
+/** Tests that a post with `field` set to each value of `values`, or without it, is a 400 naming the field. */
+function testPostFieldRejected(
+  field: 'content' | 'quest_topic' | 'student_name',
+  values: [label: string, value: unknown][],
+) {
+  test.each(values)('rejects %s with 400', async (_label, value) => {
+    expectBadRequest(await writePost(postBody({ [field]: value })), field);
+  });
+
+  test(`rejects a missing ${field} with 400`, async () => {
+    const { [field]: _omitted, ...body } = postBody();
+    expectBadRequest(await writePost(body), field);
+  });
+}
+
+/**
+ * A write naming no post (`value`: a post_id, or an object with an alias) with the rest of its body:
+ * a 404 that stores nothing.
+ */
+async function expectNoSuchPost(
+  write: (payload: unknown) => Promise<LightMyRequestResponse>,
+  value: unknown,
+  rest: Record<string, unknown>,
+) {
+  const before = await stored();
+  const idField = typeof value === 'object' ? value : { post_id: value };
+  expectNotFound(await write({ ...idField, ...rest }));
+  expect(await stored()).toEqual(before);
+}
+
+/** A reaction that must succeed: the updated post it answers. */
+async function react(payload: Record<string, unknown>): Promise<Post> {
+  return expectJson(await writeReaction(payload), 200) as Post;
+}
+
 async function createPost(overrides: Record<string, unknown> = {}): Promise<Post> {
   const res = await writePost(postBody(overrides));
   const post = expectJson(res, 201) as Post;
@@ -151,7 +187,7 @@ const stored = () => storedTotals(testApp.database);
 
 async function allPostIds(topic?: string): Promise<number[]> {
   let query = testApp.database.db.selectFrom('posts').select('id').orderBy('id', 'desc');
-  if (topic) query = query.where('quest_topic', '=', topic as (typeof TOPICS)[number]);
+  if (topic) query = query.where('quest_topic', '=', topic as QuestTopic);
   return (await query.execute()).map((r) => r.id);
 }
 
@@ -255,41 +291,31 @@ describe('POST /api/microblog (write a post)', () => {
       expect([...post.content]).toHaveLength(280);
     });
 
-    test('rejects 281 emoji with 400', async () => {
-      expectBadRequest(await writePost(postBody({ content: EMOJI.repeat(281) })), 'content');
-    });
-
-    test('rejects 281 characters with 400', async () => {
-      expectBadRequest(await writePost(postBody({ content: 'a'.repeat(281) })), 'content');
-    });
-
-    test('rejects an empty string with 400', async () => {
-      expectBadRequest(await writePost(postBody({ content: '' })), 'content');
-    });
-
-    test('rejects whitespace-only content with 400', async () => {
-      expectBadRequest(await writePost(postBody({ content: ' \n\t  ' })), 'content');
-    });
-
-    test('rejects a missing content with 400', async () => {
-      const { content: _omitted, ...body } = postBody();
-      expectBadRequest(await writePost(body), 'content');
-    });
+    testPostFieldRejected('content', [
+      ['281 emoji', EMOJI.repeat(281)],
+      ['281 characters', 'a'.repeat(281)],
+      ['an empty string', ''],
+      ['whitespace-only content', ' \n\t  '],
+    ]);
   });
 
   describe('quest_topic: required, one of the six topics', () => {
-    test.each(TOPICS)('accepts %s', async (topic) => {
+    test("the six topics are the contract's, in its order", () => {
+      expect(QUEST_TOPICS.join(', ')).toBe(
+        'digital_footprint, online_safety, digital_literacy, cyberbullying, privacy_security, digital_ethics',
+      );
+    });
+
+    test.each(QUEST_TOPICS)('accepts %s', async (topic) => {
       expect((await createPost({ quest_topic: topic })).quest_topic).toBe(topic);
     });
 
-    test.each(['gaming', 'Online_Safety', 'online_safety ', ''])('rejects %j with 400', async (topic) => {
-      expectBadRequest(await writePost(postBody({ quest_topic: topic })), 'quest_topic');
-    });
-
-    test('rejects a missing quest_topic with 400', async () => {
-      const { quest_topic: _omitted, ...body } = postBody();
-      expectBadRequest(await writePost(body), 'quest_topic');
-    });
+    testPostFieldRejected('quest_topic', [
+      ['"gaming"', 'gaming'],
+      ['"Online_Safety"', 'Online_Safety'],
+      ['"online_safety "', 'online_safety '],
+      ['""', ''],
+    ]);
   });
 
   describe('student_name: required, trimmed, 1..50 characters', () => {
@@ -303,22 +329,11 @@ describe('POST /api/microblog (write a post)', () => {
       expect((await createPost({ student_name: name })).student_name).toBe(name);
     });
 
-    test('rejects 51 characters with 400', async () => {
-      expectBadRequest(await writePost(postBody({ student_name: 'n'.repeat(51) })), 'student_name');
-    });
-
-    test('rejects an empty name with 400', async () => {
-      expectBadRequest(await writePost(postBody({ student_name: '' })), 'student_name');
-    });
-
-    test('rejects a whitespace-only name with 400', async () => {
-      expectBadRequest(await writePost(postBody({ student_name: '    ' })), 'student_name');
-    });
-
-    test('rejects a missing student_name with 400', async () => {
-      const { student_name: _omitted, ...body } = postBody();
-      expectBadRequest(await writePost(body), 'student_name');
-    });
+    testPostFieldRejected('student_name', [
+      ['51 characters', 'n'.repeat(51)],
+      ['an empty name', ''],
+      ['a whitespace-only name', '    '],
+    ]);
 
     test('rejects null with 400 (required on a post)', async () => {
       expectBadRequest(await writePost(postBody({ student_name: null })), 'student_name');
@@ -396,7 +411,7 @@ describe('GET /api/microblog (list posts)', () => {
     const post = await createPost();
     const r1 = await createReply(post.id, { content: 'first' });
     const r2 = await createReply(post.id, { content: 'second', student_name: undefined });
-    expectJson(await writeReaction({ post_id: post.id, reaction_type: 'love' }), 200);
+    await react({ post_id: post.id, reaction_type: 'love' });
     const shown = await listed(post.id);
     expect(shown.replies).toEqual([r1, r2]);
     expect(shown.reply_count).toBe(2);
@@ -597,14 +612,7 @@ describe('POST /api/microblog/reply (reply to a post)', () => {
   });
 
   describe('post_id: a number or a string of digits; aliases postId and microblogId', () => {
-    test.each([
-      ['post_id as a number', (id: number) => ({ post_id: id })],
-      ['post_id as a digit string', (id: number) => ({ post_id: String(id) })],
-      ['postId', (id: number) => ({ postId: id })],
-      ['postId as a digit string', (id: number) => ({ postId: String(id) })],
-      ['microblogId', (id: number) => ({ microblogId: id })],
-      ['microblogId as a digit string', (id: number) => ({ microblogId: String(id) })],
-    ])('accepts %s', async (_name, idField) => {
+    test.each(POST_ID_SPELLINGS)('accepts %s', async (_name, idField) => {
       const post = await createPost();
       const res = await writeReply({ ...idField(post.id), content: 'aliased' });
       const reply = expectJson(res, 201) as Reply;
@@ -725,12 +733,7 @@ describe('POST /api/microblog/reply (reply to a post)', () => {
       ['a huge digit string', '9999999999'],
       ['an unused id as postId', { postId: 987654 }],
       ['an unused id as microblogId', { microblogId: '987654' }],
-    ])('%s', async (_name, value) => {
-      const before = await stored();
-      const idField = typeof value === 'object' ? value : { post_id: value };
-      expectNotFound(await writeReply({ ...idField, content: 'nobody home' }));
-      expect(await stored()).toEqual(before);
-    });
+    ])('%s', (_name, value) => expectNoSuchPost(writeReply, value, { content: 'nobody home' }));
   });
 
   test('replies are embedded oldest first; at most 100, while reply_count counts them all', async () => {
@@ -750,7 +753,7 @@ describe('POST /api/microblog/reply (reply to a post)', () => {
     // the same through the full list and the reaction answer
     const inList = (await list('?limit=500')).posts.find((p) => p.id === post.id);
     expect(inList?.replies).toEqual(replies.slice(0, 100));
-    const reacted = expectJson(await writeReaction({ post_id: post.id }), 200) as Post;
+    const reacted = await react({ post_id: post.id });
     expect(reacted.reply_count).toBe(103);
     expect(reacted.replies).toEqual(replies.slice(0, 100));
   });
@@ -779,33 +782,21 @@ describe('POST /api/microblog/reaction (react to a post)', () => {
 
   test.each(KINDS)('reaction_type %s adds one to that kind only', async (kind) => {
     const post = await createPost();
-    const once = expectJson(await writeReaction({ post_id: post.id, reaction_type: kind }), 200) as Post;
+    const once = await react({ post_id: post.id, reaction_type: kind });
     expect(once.reactions).toEqual({ ...ZERO_REACTIONS, [kind]: 1 });
-    const twice = expectJson(await writeReaction({ post_id: post.id, reaction_type: kind }), 200) as Post;
+    const twice = await react({ post_id: post.id, reaction_type: kind });
     expect(twice.reactions).toEqual({ ...ZERO_REACTIONS, [kind]: 2 });
   });
 
   test('accepts the alias reactionType', async () => {
     const post = await createPost();
-    const updated = expectJson(
-      await writeReaction({ post_id: post.id, reactionType: 'celebrate' }),
-      200,
-    ) as Post;
+    const updated = await react({ post_id: post.id, reactionType: 'celebrate' });
     expect(updated.reactions).toEqual({ ...ZERO_REACTIONS, celebrate: 1 });
   });
 
-  test.each([
-    ['post_id as a digit string', (id: number) => ({ post_id: String(id) })],
-    ['postId', (id: number) => ({ postId: id })],
-    ['postId as a digit string', (id: number) => ({ postId: String(id) })],
-    ['microblogId', (id: number) => ({ microblogId: id })],
-    ['microblogId as a digit string', (id: number) => ({ microblogId: String(id) })],
-  ])('accepts %s', async (_name, idField) => {
+  test.each(POST_ID_SPELLINGS)('accepts %s', async (_name, idField) => {
     const post = await createPost();
-    const updated = expectJson(
-      await writeReaction({ ...idField(post.id), reaction_type: 'support' }),
-      200,
-    ) as Post;
+    const updated = await react({ ...idField(post.id), reaction_type: 'support' });
     expect(updated.id).toBe(post.id);
     expect(updated.reactions).toEqual({ ...ZERO_REACTIONS, support: 1 });
   });
@@ -813,10 +804,7 @@ describe('POST /api/microblog/reaction (react to a post)', () => {
   test('answers the post with its replies', async () => {
     const post = await createPost();
     const reply = await createReply(post.id);
-    const updated = expectJson(
-      await writeReaction({ post_id: post.id, reaction_type: 'insightful' }),
-      200,
-    ) as Post;
+    const updated = await react({ post_id: post.id, reaction_type: 'insightful' });
     expect(updated.replies).toEqual([reply]);
     expect(updated.reply_count).toBe(1);
   });
@@ -852,27 +840,19 @@ describe('POST /api/microblog/reaction (react to a post)', () => {
       ['an unused id as a digit string', '987654'],
       ['a huge digit string', '9999999999'],
       ['an unused postId', { postId: 987654 }],
-    ])('%s', async (_name, value) => {
-      const before = await stored();
-      const idField = typeof value === 'object' ? value : { post_id: value };
-      expectNotFound(await writeReaction({ ...idField, reaction_type: 'love' }));
-      expect(await stored()).toEqual(before);
-    });
+    ])('%s', (_name, value) => expectNoSuchPost(writeReaction, value, { reaction_type: 'love' }));
   });
 
   test('ignores unknown and server-set fields: each request adds exactly one', async () => {
     const post = await createPost();
-    const updated = expectJson(
-      await writeReaction({
-        post_id: post.id,
-        reaction_type: 'love',
-        count: 50,
-        reactions: { love: 99 },
-        love_count: 99,
-        id: 1,
-      }),
-      200,
-    ) as Post;
+    const updated = await react({
+      post_id: post.id,
+      reaction_type: 'love',
+      count: 50,
+      reactions: { love: 99 },
+      love_count: 99,
+      id: 1,
+    });
     expect(updated.id).toBe(post.id);
     expect(updated.reactions).toEqual({ ...ZERO_REACTIONS, love: 1 });
   });

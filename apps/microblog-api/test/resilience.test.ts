@@ -1,6 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import { cuttableDatabase, type CuttableDatabase, type TcpProxy } from '@platform/db/testing';
-import { waitUntilReady } from '@platform/http-kit/testing';
+import { buildOutageTestApp, openForTheseTests, waitUntilReady } from '@platform/http-kit/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 
@@ -11,40 +9,31 @@ import { loadConfig } from '../src/config';
  * local server Jest's global setup provides).
  */
 describe('database outage', () => {
-  let outage: CuttableDatabase;
-  let proxy: TcpProxy;
-  let app: FastifyInstance;
+  const outage = openForTheseTests(() =>
+    buildOutageTestApp({ service: 'microblog', loadConfig, buildApp, env: { WRITE_RATE_LIMIT: '1000' } }),
+  );
 
   beforeAll(async () => {
-    outage = await cuttableDatabase('microblog');
-    proxy = outage.proxy;
-    const config = loadConfig({ LOG_LEVEL: 'silent', WRITE_RATE_LIMIT: '1000' });
-    config.database = outage.config;
-    app = await buildApp(config);
-    await app.ready();
     // The service's tables are in its own schema, not in public.
+    const { app, config } = outage();
     const tables = await app.database.db
       .selectFrom('information_schema.tables' as never)
       .select(['table_schema' as never, 'table_name' as never])
       .where('table_name' as never, '=', 'posts' as never)
-      .where('table_schema' as never, 'in', [outage.config.schema, 'public'] as never)
+      .where('table_schema' as never, 'in', [config.database.schema, 'public'] as never)
       .execute();
-    expect(tables).toEqual([{ table_schema: outage.config.schema, table_name: 'posts' }]);
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await outage?.close();
+    expect(tables).toEqual([{ table_schema: config.database.schema, table_name: 'posts' }]);
   });
 
   const post = (content: string) =>
-    app.inject({
+    outage().app.inject({
       method: 'POST',
       url: '/api/microblog',
       payload: { content, quest_topic: 'privacy_security', student_name: 'Ada' },
     });
 
   test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
+    const { app, proxy } = outage();
     const before = await post('written before the outage');
     expect(before.statusCode).toBe(201);
     expect((await app.inject('/readyz')).statusCode).toBe(200);

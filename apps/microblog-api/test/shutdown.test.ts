@@ -2,6 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
 import { freePort, testDatabase } from '@platform/db/testing';
+import { childProcessEnv } from '@platform/http-kit/testing';
 
 const APP_DIR = resolve(__dirname, '..');
 const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
@@ -19,16 +20,7 @@ describe('main.ts process', () => {
 
   beforeAll(async () => {
     port = await freePort();
-    const { DATABASE_URL: _ignored, ...inherited } = process.env;
-    const env = {
-      ...inherited,
-      NODE_OPTIONS: '',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      DB_SCHEMA: fresh.config.schema,
-      DATABASE_URL: fresh.config.url,
-    };
+    const env = childProcessEnv(fresh.config, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' });
     child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
     child.stdout.on('data', (chunk) => (stdout += chunk));
     child.stderr.on('data', (chunk) => (stdout += chunk));

@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { RequestValidationError } from '@platform/http-kit';
 import { BadRequest } from './errors';
+import { errors } from './http';
 
 export const MAX_LIMIT = 25;
 
@@ -94,13 +95,25 @@ async function paginate<T, R, C>(
 }
 
 /**
- * How a collection's routes answer: one page as the query asks for it, the items in their wire
- * form. `parseCursor` reads `after` (absent: the collection takes no cursor, `after` is a 400).
+ * A collection's routes: what their schemas say about paging, and how they answer (one page as the
+ * query asks for it, the items in their wire form). `page` is the `Paginated` schema of the items;
+ * `parseCursor` reads `after` (absent: the collection takes no cursor, `after` is a 400).
  */
-export const collection =
-  <T, R, C = never>(serialize: (item: T) => R, parseCursor?: (after: string) => C) =>
-  (query: PageQuery, source: PageSource<T, C>) =>
-    paginate(pageRequest(query, parseCursor), source, serialize);
+export function collection<P extends TSchema, T, R, C = never>(
+  page: P,
+  serialize: (item: T) => R,
+  parseCursor?: (after: string) => C,
+) {
+  return {
+    /** The route schema's query and responses: a page, the query's 400, and `statuses`. */
+    schema: (...statuses: number[]) => ({
+      querystring: PageQuery,
+      response: { 200: page, ...errors(400, ...statuses) },
+    }),
+    answer: (query: PageQuery, source: PageSource<T, C>) =>
+      paginate(pageRequest(query, parseCursor), source, serialize),
+  };
+}
 
 const ISO_DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$/i;
 

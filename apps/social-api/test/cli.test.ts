@@ -6,6 +6,7 @@ import { fullFormats } from 'ajv-formats/dist/formats';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest, openDatabase } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
+import { childProcessEnv } from '@platform/http-kit/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
@@ -25,14 +26,7 @@ const EMAIL = fullFormats.email as RegExp;
  */
 describe('social-api command line', () => {
   const fresh = testDatabase('social');
-  const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const env = {
-    ...inherited,
-    NODE_OPTIONS: '',
-    LOG_LEVEL: 'silent',
-    DB_SCHEMA: fresh.config.schema,
-    DATABASE_URL: fresh.config.url,
-  };
+  const env = childProcessEnv(fresh.config, { LOG_LEVEL: 'silent' });
   const cli = (...args: string[]) => run(process.execPath, [...CLI, ...args], { cwd: APP_DIR, env });
 
   async function withDatabase<T>(use: (db: Kysely<SocialDatabase>) => Promise<T>): Promise<T> {

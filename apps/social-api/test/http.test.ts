@@ -1,5 +1,7 @@
-import { buildTestApp, basic, type TestApp, type TestUser } from './support/app';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { buildTestApp, basic, type TestUser } from './support/app';
 import { startTestServer, type TestServer } from './support/server';
+import { USER_KEYS } from './support/wire';
 
 /**
  * What surrounds the endpoints, over real HTTP (`fetch` against the listening service): the error
@@ -13,6 +15,7 @@ import { startTestServer, type TestServer } from './support/server';
 const ORIGIN = 'http://localhost:3000';
 const JSON_TYPE = /^application\/json/;
 const BEARER = 'Bearer realm="Authentication Required"';
+const REASONS = { 404: 'Not Found', 405: 'Method Not Allowed' };
 
 let s: TestServer;
 let alice: TestUser;
@@ -62,27 +65,22 @@ function expectError(res: Sent, status: number, message: string) {
 
 describe('the error envelope on every error path', () => {
   test.each([
-    ['GET', '/api/nothing'],
-    ['POST', '/api/nothing'],
-    ['GET', '/api/users/'], // Flask's strict slashes: no trailing slash
-    ['GET', '/api/posts/'],
-    ['GET', '/api'],
-    ['GET', '/nothing'],
-    ['GET', '/api/posts/1/comments'],
-  ])('unknown route %s %s → 404 JSON', async (method, path) => {
-    expectError(await call(method, path, { token: alice.token }), 404, 'Not Found');
-  });
-
-  test.each([
-    ['PATCH', '/api/me'],
-    ['DELETE', '/api/me'],
-    ['DELETE', '/api/users'],
-    ['PUT', '/api/feed'],
-    ['PATCH', '/api/posts/1'],
-    ['GET', '/api/tokens/reset'],
-    ['DELETE', '/api/me/following'],
-  ])('known route, wrong method: %s %s → 405 JSON', async (method, path) => {
-    expectError(await call(method, path, { token: alice.token }), 405, 'Method Not Allowed');
+    ['unknown route', 'GET', '/api/nothing', 404],
+    ['unknown route', 'POST', '/api/nothing', 404],
+    ['unknown route', 'GET', '/api/users/', 404], // Flask's strict slashes: no trailing slash
+    ['unknown route', 'GET', '/api/posts/', 404],
+    ['unknown route', 'GET', '/api', 404],
+    ['unknown route', 'GET', '/nothing', 404],
+    ['unknown route', 'GET', '/api/posts/1/comments', 404],
+    ['known route, wrong method:', 'PATCH', '/api/me', 405],
+    ['known route, wrong method:', 'DELETE', '/api/me', 405],
+    ['known route, wrong method:', 'DELETE', '/api/users', 405],
+    ['known route, wrong method:', 'PUT', '/api/feed', 405],
+    ['known route, wrong method:', 'PATCH', '/api/posts/1', 405],
+    ['known route, wrong method:', 'GET', '/api/tokens/reset', 405],
+    ['known route, wrong method:', 'DELETE', '/api/me/following', 405],
+  ] as const)('%s %s %s → %i JSON', async (_what, method, path, status) => {
+    expectError(await call(method, path, { token: alice.token }), status, REASONS[status]);
   });
 
   test.each([
@@ -110,24 +108,13 @@ describe('the error envelope on every error path', () => {
       '--x\r\nContent-Disposition: form-data; name="text"\r\n\r\nhello\r\n--x--\r\n',
     ],
   ])('a %s body → 415 (only JSON bodies are read), and nothing is stored', async (type, body) => {
-    const before = (
-      await s.database.db
-        .selectFrom('posts')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n;
+    const before = await s.countRows('posts');
     expectError(
       await call('POST', '/api/posts', { token: alice.token, body, headers: { 'content-type': type } }),
       415,
       'Unsupported Media Type',
     );
-    const after = (
-      await s.database.db
-        .selectFrom('posts')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n;
-    expect(after).toBe(before);
+    expect(await s.countRows('posts')).toBe(before);
   });
 
   test('registration with a non-JSON body → 415 too', async () => {
@@ -220,11 +207,7 @@ describe('NUL characters are a 400 (or a 404/401 where the name cannot exist), n
     const body = JSON.parse(res.text);
     expect(body).toMatchObject({ code: 400, message: 'Validation Error' });
     expect(Object.keys(body.errors.json)).toEqual([field]);
-    const stored = await s.database.db
-      .selectFrom('users')
-      .select('about_me')
-      .where('id', '=', alice.id)
-      .executeTakeFirstOrThrow();
+    const stored = await s.storedUser(alice.id);
     expect(stored.about_me).toBeNull();
     expect(
       await s.database.db.selectFrom('posts').select('id').where('text', 'like', 'before%').execute(),
@@ -577,18 +560,7 @@ describe('the docs', () => {
   test('named components: User, Post, Token, Pagination and the SocialError envelope', () => {
     for (const name of ['User', 'Post', 'Token', 'Pagination', 'SocialError'])
       expect({ name, defined: doc.components.schemas[name] !== undefined }).toEqual({ name, defined: true });
-    expect(Object.keys(doc.components.schemas.User.properties ?? {}).sort()).toEqual([
-      'about_me',
-      'avatar_url',
-      'email',
-      'first_seen',
-      'has_password',
-      'id',
-      'last_seen',
-      'posts_url',
-      'url',
-      'username',
-    ]);
+    expect(Object.keys(doc.components.schemas.User.properties ?? {}).sort()).toEqual(USER_KEYS);
     expect(Object.keys(doc.components.schemas.Post.properties ?? {}).sort()).toEqual([
       'author',
       'id',
@@ -746,13 +718,10 @@ describe('CORS', () => {
   });
 
   describe('with USE_CORS=no', () => {
-    let plain: TestApp;
-    beforeAll(async () => {
-      plain = await buildTestApp({ USE_CORS: 'no' });
-    }, 60_000);
-    afterAll(() => plain?.close());
+    const withoutCors = openForTheseTests(() => buildTestApp({ USE_CORS: 'no' }), 60_000);
 
     test('no CORS header on any answer, preflights included', async () => {
+      const plain = withoutCors();
       const user = await plain.register();
       const requests = [
         plain.as(user.token, { method: 'GET', url: '/api/me', headers: { origin: ORIGIN } }),

@@ -3,6 +3,15 @@ import { usernameFor } from '../src/tokens/oauth2-flow';
 
 /** The OAuth2 providers the configuration gives (pure: no database, no app). */
 
+/** A provider of OAUTH2_PROVIDERS, every field given but the optional scopes. */
+const CORP = {
+  client_id: 'c-id',
+  client_secret: 'c-secret',
+  authorize_url: 'https://sso.example.test/authorize',
+  access_token_url: 'https://sso.example.test/token',
+  userinfo_url: 'https://sso.example.test/me',
+};
+
 describe('OAuth2 providers from the environment', () => {
   test('none by default', () => {
     expect(loadConfig({}).oauth2.providers).toEqual({});
@@ -38,26 +47,10 @@ describe('OAuth2 providers from the environment', () => {
   test('OAUTH2_PROVIDERS adds providers in the schema shape: scopes default to none, unknown keys are dropped', () => {
     const { providers } = loadConfig({
       GITHUB_CLIENT_ID: 'gh-id',
-      OAUTH2_PROVIDERS: JSON.stringify({
-        corp: {
-          client_id: 'c-id',
-          client_secret: 'c-secret',
-          authorize_url: 'https://sso.example.test/authorize',
-          access_token_url: 'https://sso.example.test/token',
-          userinfo_url: 'https://sso.example.test/me',
-          note: 'not a provider field',
-        },
-      }),
+      OAUTH2_PROVIDERS: JSON.stringify({ corp: { ...CORP, note: 'not a provider field' } }),
     }).oauth2;
     expect(Object.keys(providers)).toEqual(['github', 'corp']);
-    expect(providers.corp).toEqual({
-      client_id: 'c-id',
-      client_secret: 'c-secret',
-      authorize_url: 'https://sso.example.test/authorize',
-      access_token_url: 'https://sso.example.test/token',
-      userinfo_url: 'https://sso.example.test/me',
-      scopes: [],
-    });
+    expect(providers.corp).toEqual({ ...CORP, scopes: [] });
   });
 
   test('a bad OAUTH2_PROVIDERS is a configuration error', () => {

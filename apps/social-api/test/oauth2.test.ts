@@ -7,9 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
-import { sql } from 'kysely';
 import { freePort } from '@platform/db/testing';
-import { buildApp } from '../src/app';
 import { buildTestApp, type TestApp } from './support/app';
 
 /**
@@ -142,6 +140,7 @@ const isValidUsername = (name: string) =>
 describe('OAuth2 login', () => {
   let provider: FakeProvider;
   let t: TestApp;
+  let env: Record<string, string>;
   let codes = 0;
 
   beforeAll(async () => {
@@ -155,14 +154,15 @@ describe('OAuth2 login', () => {
       userinfo_url: `${base}/userinfo`,
       scopes,
     });
-    t = await buildTestApp({
+    env = {
       OAUTH2_REDIRECT_URI: REDIRECT_URI,
       OAUTH2_PROVIDERS: JSON.stringify({
         foo: entry(CLIENTS.foo, provider.baseUrl, ['a', 'b']),
         bar: entry(CLIENTS.bar, provider.baseUrl, ['c']),
         down: entry({ id: 'down-client', secret: 'down-secret' }, down, []),
       }),
-    });
+    };
+    t = await buildTestApp(env);
   });
 
   afterAll(async () => {
@@ -194,22 +194,16 @@ describe('OAuth2 login', () => {
     };
   };
 
-  /** The second leg: the client posts the code and state it got back, with whatever cookie it has. */
-  const finish = (name: string, body: Record<string, unknown>, cookie?: string) =>
-    t.app.inject({
+  /** The second leg: the client posts the code and state it got back, with whatever cookie it has (to `t`, or `to`). */
+  const finish = (name: string, body: Record<string, unknown>, cookie?: string, to: TestApp = t) =>
+    to.app.inject({
       method: 'POST',
       url: `/api/tokens/oauth2/${name}`,
       payload: body,
       headers: cookie ? { cookie } : {},
     });
 
-  const userCount = async () =>
-    (
-      await t.database.db
-        .selectFrom('users')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .executeTakeFirstOrThrow()
-    ).n;
+  const userCount = () => t.countRows('users');
 
   const me = async (login: LightMyRequestResponse) => {
     expect(login.statusCode).toBe(200);
@@ -218,11 +212,12 @@ describe('OAuth2 login', () => {
     return response.json();
   };
 
+  /** The second leg of a started flow, with a fresh code whose user info is `userinfo` (an email, say). */
+  const finishWith = (userinfo: unknown, started: { state: string; cookie: string }, to: TestApp = t) =>
+    finish('foo', { code: grant({ userinfo }), state: started.state }, started.cookie, to);
+
   /** The whole flow for one email (or user-info body); the POST's response. */
-  const loginWith = async (userinfo: unknown) => {
-    const { state, cookie } = await start();
-    return finish('foo', { code: grant({ userinfo }), state }, cookie);
-  };
+  const loginWith = async (userinfo: unknown) => finishWith(userinfo, await start());
 
   test('an unknown provider: 404 for GET and POST', async () => {
     const get = await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/nope' });
@@ -301,11 +296,7 @@ describe('OAuth2 login', () => {
     const user = await me(login);
     expect(user).toMatchObject({ username: 'newbie', email: 'newbie@example.org', has_password: false });
     expect(await userCount()).toBe(users + 1);
-    const row = await t.database.db
-      .selectFrom('users')
-      .select('password_hash')
-      .where('id', '=', user.id)
-      .executeTakeFirstOrThrow();
+    const row = await t.storedUser(user.id);
     expect(row.password_hash).toBeNull();
 
     // Logging in again with the same address finds that user.
@@ -374,22 +365,14 @@ describe('OAuth2 login', () => {
   });
 
   test('the state cookie is single use: the answer clears it, and replaying it is a 401', async () => {
-    const { state, cookie } = await start();
-    const first = await finish(
-      'foo',
-      { code: grant({ userinfo: { email: 'once@example.org' } }), state },
-      cookie,
-    );
+    const started = await start();
+    const first = await finishWith({ email: 'once@example.org' }, started);
     expect(first.statusCode).toBe(200);
     const cleared = setCookie(first, 'oauth2_state');
     expect(cleared?.attributes).toMatch(/Expires=Thu, 01 Jan 1970|Max-Age=0/i);
 
     // A client that kept the cookie anyway, with a fresh code the provider would honour.
-    const replay = await finish(
-      'foo',
-      { code: grant({ userinfo: { email: 'once@example.org' } }), state },
-      cookie,
-    );
+    const replay = await finishWith({ email: 'once@example.org' }, started);
     expect(replay.statusCode).toBe(401);
 
     // A state spent by a failed exchange is spent too.
@@ -398,41 +381,19 @@ describe('OAuth2 login', () => {
       (await finish('foo', { code: grant({ tokenStatus: 500 }), state: failed.state }, failed.cookie))
         .statusCode,
     ).toBe(401);
-    expect(
-      (
-        await finish(
-          'foo',
-          { code: grant({ userinfo: { email: 'once@example.org' } }), state: failed.state },
-          failed.cookie,
-        )
-      ).statusCode,
-    ).toBe(401);
+    expect((await finishWith({ email: 'once@example.org' }, failed)).statusCode).toBe(401);
   });
 
   test('a spent state stays spent on every instance of the service (it is recorded in the database)', async () => {
-    const { state, cookie } = await start();
-    expect(
-      (await finish('foo', { code: grant({ userinfo: { email: 'twice@example.org' } }), state }, cookie))
-        .statusCode,
-    ).toBe(200);
+    const started = await start();
+    expect((await finishWith({ email: 'twice@example.org' }, started)).statusCode).toBe(200);
     // A second instance over the same database (same secret and providers), as behind a load balancer.
-    const other = await buildApp(t.config, { database: t.database, clock: t.clock.now });
+    const other = await buildTestApp(env, { over: t });
     try {
-      const replay = await other.inject({
-        method: 'POST',
-        url: '/api/tokens/oauth2/foo',
-        payload: { code: grant({ userinfo: { email: 'twice@example.org' } }), state },
-        headers: { cookie },
-      });
+      const replay = await finishWith({ email: 'twice@example.org' }, started, other);
       expect(replay.statusCode).toBe(401);
       // ...while a fresh state started on the first instance finishes on the second.
-      const fresh = await start();
-      const login = await other.inject({
-        method: 'POST',
-        url: '/api/tokens/oauth2/foo',
-        payload: { code: grant({ userinfo: { email: 'twice@example.org' } }), state: fresh.state },
-        headers: { cookie: fresh.cookie },
-      });
+      const login = await finishWith({ email: 'twice@example.org' }, await start(), other);
       expect(login.statusCode).toBe(200);
     } finally {
       await other.close();
@@ -548,10 +509,7 @@ describe('OAuth2 login', () => {
     });
 
     // A refused body did not spend the state.
-    expect(
-      (await finish('foo', { code: grant({ userinfo: { email: 'retry@example.org' } }), state }, cookie))
-        .statusCode,
-    ).toBe(200);
+    expect((await finishWith({ email: 'retry@example.org' }, { state, cookie })).statusCode).toBe(200);
   });
 
   // Last: it moves the clock.
@@ -559,24 +517,8 @@ describe('OAuth2 login', () => {
     const stale = await start();
     const fresh = await start();
     t.clock.advance(10 * 60_000 - 5_000);
-    expect(
-      (
-        await finish(
-          'foo',
-          { code: grant({ userinfo: { email: 'intime@example.org' } }), state: fresh.state },
-          fresh.cookie,
-        )
-      ).statusCode,
-    ).toBe(200);
+    expect((await finishWith({ email: 'intime@example.org' }, fresh)).statusCode).toBe(200);
     t.clock.advance(6_000);
-    expect(
-      (
-        await finish(
-          'foo',
-          { code: grant({ userinfo: { email: 'late@example.org' } }), state: stale.state },
-          stale.cookie,
-        )
-      ).statusCode,
-    ).toBe(401);
+    expect((await finishWith({ email: 'late@example.org' }, stale)).statusCode).toBe(401);
   });
 });

@@ -1,6 +1,7 @@
 import type { CompiledQuery } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
+import { expectPlainBadRequest, expectQueryErrors } from './support/wire';
 
 /**
  * The pagination rules of the contract and the Flask backend's test-pinned examples: 105 posts one
@@ -8,17 +9,6 @@ import { buildTestApp, type TestApp, type TestUser } from './support/app';
  * one user. Every post collection (`/api/posts`, `/api/users/<id>/posts`, `/api/feed`) and every
  * follower list obeys the same rules; `/api/users` takes `limit`/`offset` only.
  */
-
-const BAD_REQUEST = {
-  code: 400,
-  message: 'Bad Request',
-  description: 'The browser (or proxy) sent a request that this server could not understand.',
-};
-const VALIDATION = {
-  code: 400,
-  message: 'Validation Error',
-  description: 'The server found one or more errors in the information that you sent.',
-};
 
 interface Page<T> {
   pagination: { limit: number; offset: number; count: number; total: number };
@@ -33,16 +23,6 @@ interface PostJson {
 interface UserJson {
   id: number;
   username: string;
-}
-
-function expectPlainBadRequest(res: LightMyRequestResponse) {
-  expect(res.statusCode).toBe(400);
-  expect(res.json()).toEqual(BAD_REQUEST);
-}
-
-function expectQueryErrors(res: LightMyRequestResponse, fields: Record<string, string[]>) {
-  expect(res.statusCode).toBe(400);
-  expect(res.json()).toEqual({ ...VALIDATION, errors: { query: fields } });
 }
 
 const texts = (page: Page<PostJson>) => page.data.map((p) => p.text);
@@ -145,6 +125,23 @@ describe('the 105 posts and the 26 followers', () => {
     await t?.close();
   });
 
+  /**
+   * The queries a collection refuses, one test each: a plain 400 for each of `plain`, and a
+   * validation error in errors.query (exactly `fields`) for each of `invalid`.
+   */
+  function testRefusedQueries(
+    url: () => string,
+    plain: string[],
+    invalid: [query: string, fields: Record<string, string[]>][],
+  ) {
+    test.each(plain)('?%s → plain 400', async (query) => {
+      expectPlainBadRequest(await get(withQuery(url(), query)));
+    });
+    test.each(invalid)('?%s → validation error in errors.query', async (query, fields) => {
+      expectQueryErrors(await get(withQuery(url(), query)), fields);
+    });
+  }
+
   /** The author's posts, three ways: the author follows only people without posts. */
   const postCollections = () => [
     ['/api/posts', '/api/posts'],
@@ -171,24 +168,19 @@ describe('the 105 posts and the 26 followers', () => {
       for (const post of body.data) expect(post.author.username).toBe('author');
     });
 
-    test.each(['offset=-2', 'offset=110', 'offset=105', 'limit=0', 'limit=-10', 'offset=-1&limit=5'])(
-      '?%s → plain 400',
-      async (query) => {
-        expectPlainBadRequest(await get(withQuery(postUrl(name), query)));
-      },
+    testRefusedQueries(
+      () => postUrl(name),
+      ['offset=-2', 'offset=110', 'offset=105', 'limit=0', 'limit=-10', 'offset=-1&limit=5'],
+      [
+        ['offset=1&after=2024-07-07T12:00:00Z', { _schema: ['Cannot specify both offset and after'] }],
+        ['offset=0&after=2024-07-07T12:00:00Z', { _schema: ['Cannot specify both offset and after'] }],
+        ['limit=abc', { limit: ['Not a valid integer.'] }],
+        ['offset=1.5', { offset: ['Not a valid integer.'] }],
+        ['offset=abc', { offset: ['Not a valid integer.'] }],
+        ['after=garbage', { after: ['Not a valid datetime.'] }],
+        ['after=2024-13-45T99:00:00Z', { after: ['Not a valid datetime.'] }],
+      ],
     );
-
-    test.each<[string, Record<string, string[]>]>([
-      ['offset=1&after=2024-07-07T12:00:00Z', { _schema: ['Cannot specify both offset and after'] }],
-      ['offset=0&after=2024-07-07T12:00:00Z', { _schema: ['Cannot specify both offset and after'] }],
-      ['limit=abc', { limit: ['Not a valid integer.'] }],
-      ['offset=1.5', { offset: ['Not a valid integer.'] }],
-      ['offset=abc', { offset: ['Not a valid integer.'] }],
-      ['after=garbage', { after: ['Not a valid datetime.'] }],
-      ['after=2024-13-45T99:00:00Z', { after: ['Not a valid datetime.'] }],
-    ])('?%s → validation error in errors.query', async (query, fields) => {
-      expectQueryErrors(await get(withQuery(postUrl(name), query)), fields);
-    });
 
     test('after=<timestamp of data[5]> → offset 6, count 25, Post 7..31', async () => {
       const first = await page<PostJson>(postUrl(name));
@@ -318,20 +310,15 @@ describe('the 105 posts and the 26 followers', () => {
         expect(pages.flatMap(names)).toEqual(followerNames);
       });
 
-      test.each(['offset=-1', 'offset=26', 'offset=110', 'limit=0', 'limit=-10'])(
-        '?%s → plain 400',
-        async (query) => {
-          expectPlainBadRequest(await get(withQuery(listUrl(name), query)));
-        },
+      testRefusedQueries(
+        () => listUrl(name),
+        ['offset=-1', 'offset=26', 'offset=110', 'limit=0', 'limit=-10'],
+        [
+          ['offset=0&after=ggg', { _schema: ['Cannot specify both offset and after'] }],
+          ['limit=abc', { limit: ['Not a valid integer.'] }],
+          ['offset=1.5', { offset: ['Not a valid integer.'] }],
+        ],
       );
-
-      test.each<[string, Record<string, string[]>]>([
-        ['offset=0&after=ggg', { _schema: ['Cannot specify both offset and after'] }],
-        ['limit=abc', { limit: ['Not a valid integer.'] }],
-        ['offset=1.5', { offset: ['Not a valid integer.'] }],
-      ])('?%s → validation error in errors.query', async (query, fields) => {
-        expectQueryErrors(await get(withQuery(listUrl(name), query)), fields);
-      });
     });
   });
 

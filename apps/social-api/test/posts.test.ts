@@ -1,5 +1,6 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
+import { expectJsonErrors, FORBIDDEN, NOT_FOUND, UNAUTHORIZED, USER_KEYS } from './support/wire';
 
 /**
  * Posts and the feed as the contract and the Flask backend define them: the Post shape (a full
@@ -9,42 +10,7 @@ import { buildTestApp, type TestApp, type TestUser } from './support/app';
  */
 
 const MS_ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const USER_KEYS = [
-  'about_me',
-  'avatar_url',
-  'email',
-  'first_seen',
-  'has_password',
-  'id',
-  'last_seen',
-  'posts_url',
-  'url',
-  'username',
-];
-const VALIDATION = {
-  code: 400,
-  message: 'Validation Error',
-  description: 'The server found one or more errors in the information that you sent.',
-};
 const LENGTH = 'Length must be between 1 and 280.';
-const FORBIDDEN = {
-  code: 403,
-  message: 'Forbidden',
-  description:
-    "You don't have the permission to access the requested resource. It is either read-protected or not readable by the server.",
-};
-const NOT_FOUND = {
-  code: 404,
-  message: 'Not Found',
-  description:
-    'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
-};
-const UNAUTHORIZED = {
-  code: 401,
-  message: 'Unauthorized',
-  description:
-    "The server could not verify that you are authorized to access the URL requested. You either supplied the wrong credentials (e.g. a bad password), or your browser doesn't understand how to supply the credentials required.",
-};
 
 interface PostJson {
   id: number;
@@ -99,9 +65,10 @@ function expectNewestFirst(posts: PostJson[]) {
     });
   }
 }
-function expectValidation(res: LightMyRequestResponse, fields: Record<string, string[]>) {
-  expect(res.statusCode).toBe(400);
-  expect(res.json()).toEqual({ ...VALIDATION, errors: { json: fields } });
+/** A 200 with `post` (its id, url and timestamp), whose text is `text`. */
+function expectPost(res: LightMyRequestResponse, post: PostJson, text: string) {
+  expect(res.statusCode).toBe(200);
+  expect(res.json()).toMatchObject({ id: post.id, url: post.url, text, timestamp: post.timestamp });
 }
 
 describe('POST /api/posts', () => {
@@ -166,7 +133,7 @@ describe('POST /api/posts', () => {
     ['a dump-only field', { text: 'fine', id: 7 }, { id: ['Unknown field.'] }],
   ])('%s → 400 with errors.json', async (_name, payload, fields) => {
     const before = await all(author.token, `/api/users/${author.id}/posts`);
-    expectValidation(await createPost(author.token, payload), fields);
+    expectJsonErrors(await createPost(author.token, payload), fields);
     expect((await all(author.token, `/api/users/${author.id}/posts`)).total).toBe(before.total);
   });
 
@@ -182,7 +149,7 @@ describe('POST /api/posts', () => {
   });
 
   test('no body at all is "Missing data for required field."', async () => {
-    expectValidation(
+    expectJsonErrors(
       await t.as(author.token, {
         method: 'POST',
         url: '/api/posts',
@@ -216,14 +183,7 @@ describe('GET /api/posts/<id>', () => {
   });
 
   test('200 with the post, for any authenticated user', async () => {
-    const res = await getJson(reader.token, `/api/posts/${existing.id}`);
-    expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({
-      id: existing.id,
-      url: existing.url,
-      text: 'to be read',
-      timestamp: existing.timestamp,
-    });
+    expectPost(await getJson(reader.token, `/api/posts/${existing.id}`), existing, 'to be read');
   });
 
   test.each([
@@ -257,13 +217,7 @@ describe('PUT and DELETE /api/posts/<id>', () => {
     const original = await post(author, 'first draft');
     t.clock.advance(60_000);
     const res = await put(author, original.id, { text: 'final version' });
-    expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({
-      id: original.id,
-      url: original.url,
-      text: 'final version',
-      timestamp: original.timestamp,
-    });
+    expectPost(res, original, 'final version');
     expect(res.json().author.id).toBe(author.id);
     expect((await getJson(other.token, original.url)).json()).toMatchObject({
       text: 'final version',
@@ -289,7 +243,7 @@ describe('PUT and DELETE /api/posts/<id>', () => {
     ],
   ])('the author sending %s gets a 400 and the post is unchanged', async (_name, payload, fields) => {
     const original = await post(author, 'stable');
-    expectValidation(await put(author, original.id, payload), fields);
+    expectJsonErrors(await put(author, original.id, payload), fields);
     expect((await getJson(author.token, original.url)).json().text).toBe('stable');
   });
 

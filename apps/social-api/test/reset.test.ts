@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SMTPServer } from 'smtp-server';
-import { sql } from 'kysely';
 import { freePort, testDatabase } from '@platform/db/testing';
 import { createJwt, passwordFingerprint } from '../src/tokens/jwt';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
@@ -290,11 +289,7 @@ describe('password reset by email (SMTP)', () => {
     expect(garbage.json()).not.toHaveProperty('errors');
 
     // Everything right (email, fingerprint of the current password, expiry) except the key.
-    const row = await t.database.db
-      .selectFrom('users')
-      .select('password_hash')
-      .where('id', '=', user.id)
-      .executeTakeFirstOrThrow();
+    const row = await t.storedUser(user.id);
     const forged = createJwt('some-other-secret').resetToken(
       user.email,
       passwordFingerprint(row.password_hash),
@@ -352,12 +347,7 @@ describe('password reset by email (SMTP)', () => {
     expect(me.json()).toMatchObject({ username, has_password: true });
     // The link stopped working once a password exists.
     expect((await reset(token, 'second-password')).statusCode).toBe(400);
-    const count = await t.database.db
-      .selectFrom('users')
-      .select(sql<number>`count(*)::int`.as('n'))
-      .where('email', '=', email)
-      .executeTakeFirstOrThrow();
-    expect(count.n).toBe(1);
+    expect(await t.countRows('users', (q) => q.where('email', '=', email))).toBe(1);
   });
 
   test('a token expires after RESET_TOKEN_MINUTES (15): 400 one second past, 204 one second before', async () => {

@@ -1,6 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import { cuttableDatabase, type CuttableDatabase, type TcpProxy } from '@platform/db/testing';
-import { waitUntilReady } from '@platform/http-kit/testing';
+import { buildOutageTestApp, openForTheseTests, waitUntilReady } from '@platform/http-kit/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { basic } from './support/app';
@@ -12,25 +10,17 @@ import { basic } from './support/app';
  * in front of the test PostgreSQL (DATABASE_URL, or the local server Jest's global setup provides).
  */
 describe('database outage', () => {
-  let outage: CuttableDatabase;
-  let proxy: TcpProxy;
-  let app: FastifyInstance;
-
-  beforeAll(async () => {
-    outage = await cuttableDatabase('social');
-    proxy = outage.proxy;
-    const config = loadConfig({ LOG_LEVEL: 'silent', ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1' });
-    config.database = outage.config;
-    app = await buildApp(config);
-    await app.ready();
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await outage?.close();
-  });
+  const outage = openForTheseTests(() =>
+    buildOutageTestApp({
+      service: 'social',
+      loadConfig,
+      buildApp,
+      env: { ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1' },
+    }),
+  );
 
   test('503 while the database is unreachable, then recovery without a restart, losing nothing', async () => {
+    const { app, proxy } = outage();
     const registered = await app.inject({
       method: 'POST',
       url: '/api/users',

@@ -1,13 +1,12 @@
 /**
  * Tokens: logins (HTTP Basic), bearer authentication, refresh with rotation, grace period and
  * revoke-all on reuse, logout, the refresh cookie and its attributes per configuration,
- * DISABLE_AUTH and CORS. Everything goes through the real app (`buildTestApp`, and `buildApp` for
+ * DISABLE_AUTH and CORS. Everything goes through the real app (`buildTestApp`, over `base` for
  * other configurations) over one fresh database; time moves with the test clock, never by waiting.
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { DEFAULT_SECRET_KEY, loadConfig } from '../src/config';
 import { createJwt } from '../src/tokens/jwt';
-import { buildApp } from '../src/app';
 import { basic, buildTestApp, type TestApp, type TestUser } from './support/app';
 
 const MINUTE = 60_000;
@@ -66,23 +65,27 @@ async function loginPair(t: TestApp, user: Pick<TestUser, 'username' | 'password
   return pairOf(await t.login(user.username, user.password));
 }
 
-/** PUT /api/tokens as the React client does it: the access token in the body, the refresh token in the cookie. */
-function refreshWithCookie(t: TestApp, pair: Pair): Promise<LightMyRequestResponse> {
+/** `PUT /api/tokens` (refresh) with this body (none when undefined) and, when given, a refresh cookie. */
+function putTokens(
+  t: TestApp,
+  payload: Record<string, unknown> | undefined,
+  options: { cookie?: string; headers?: Record<string, string> } = {},
+): Promise<LightMyRequestResponse> {
+  const cookie = options.cookie === undefined ? {} : { cookie: `refresh_token=${options.cookie}` };
   return t.app.inject({
     method: 'PUT',
     url: '/api/tokens',
-    headers: { cookie: `refresh_token=${pair.refresh}` },
-    payload: { access_token: pair.access },
+    headers: { ...options.headers, ...cookie },
+    payload,
   });
 }
 
-function refreshWithBody(t: TestApp, pair: Pair): Promise<LightMyRequestResponse> {
-  return t.app.inject({
-    method: 'PUT',
-    url: '/api/tokens',
-    payload: { access_token: pair.access, refresh_token: pair.refresh },
-  });
-}
+/** PUT /api/tokens as the React client does it: the access token in the body, the refresh token in the cookie. */
+const refreshWithCookie = (t: TestApp, pair: Pair) =>
+  putTokens(t, { access_token: pair.access }, { cookie: pair.refresh });
+
+const refreshWithBody = (t: TestApp, pair: Pair) =>
+  putTokens(t, { access_token: pair.access, refresh_token: pair.refresh });
 
 const me = (t: TestApp, token: string | null) => t.as(token, { method: 'GET', url: '/api/me' });
 
@@ -113,12 +116,7 @@ async function expectWorks(t: TestApp, token: string, userId: number): Promise<v
 const jwtPayload = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString('utf8'));
 
 async function lastSeenInDb(t: TestApp, userId: number): Promise<Date> {
-  const row = await t.database.db
-    .selectFrom('users')
-    .select('last_seen')
-    .where('id', '=', userId)
-    .executeTakeFirstOrThrow();
-  return new Date(row.last_seen);
+  return new Date((await t.storedUser(userId)).last_seen);
 }
 
 // ------------------------------------------------------------------ one database for the whole file
@@ -138,60 +136,25 @@ afterAll(async () => {
   await base?.close();
 });
 
-let variantUsers = 0;
-
-async function variant(env: Record<string, string>): Promise<TestApp> {
-  const config = loadConfig({
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ARGON2_MEMORY_KIB: '1024',
-    ARGON2_TIME_COST: '1',
-    ...env,
+/**
+ * Another configuration of the real app over `base`'s database and clock for a describe block:
+ * built before its tests (and handed to `use`), closed after them.
+ */
+function variant(env: Record<string, string>, use: (t: TestApp) => Promise<void> | void): void {
+  let t: TestApp | undefined;
+  beforeAll(async () => {
+    t = await buildTestApp(env, { over: base });
+    await use(t);
   });
-  config.database = base.config.database;
-  const app = await buildApp(config, { database: base.database, clock: base.clock.now });
-  await app.ready();
-  const login: TestApp['login'] = (name, password) =>
-    app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
-  return {
-    ...base,
-    app,
-    config,
-    login,
-    async register(fields = {}) {
-      variantUsers += 1;
-      const username = fields.username ?? `variant${variantUsers}`;
-      const email = fields.email ?? `${username}@example.com`;
-      const password = fields.password ?? 'password';
-      const created = await app.inject({
-        method: 'POST',
-        url: '/api/users',
-        payload: { username, email, password },
-      });
-      if (created.statusCode !== 201)
-        throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
-      const tokens = await login(username, password);
-      if (tokens.statusCode !== 200) throw new Error(`login failed: ${tokens.statusCode} ${tokens.body}`);
-      return { id: created.json().id, username, email, password, token: tokens.json().access_token };
-    },
-    as: (token, options) =>
-      app.inject({
-        ...options,
-        headers: { ...(options.headers ?? {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      }),
-    // the database belongs to `base`
-    close: () => app.close(),
-  };
+  afterAll(async () => {
+    await t?.close();
+  });
 }
 
 describe('DISABLE_AUTH=yes (development)', () => {
   let t: TestApp;
-
-  beforeAll(async () => {
-    t = await variant({ DISABLE_AUTH: 'yes' });
-  });
-
-  afterAll(async () => {
-    await t?.close();
+  variant({ DISABLE_AUTH: 'yes' }, (app) => {
+    t = app;
   });
 
   // Runs first in the file: the shared database is still empty.
@@ -486,12 +449,11 @@ describe('tokens (default configuration)', () => {
       const a = await loginPair(t, susan);
       const b = await loginPair(t, susan);
       // the cookie holds another login's refresh token; the body's (matching) one is used
-      const response = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        headers: { cookie: `refresh_token=${b.refresh}` },
-        payload: { access_token: a.access, refresh_token: a.refresh },
-      });
+      const response = await putTokens(
+        t,
+        { access_token: a.access, refresh_token: a.refresh },
+        { cookie: b.refresh },
+      );
       expect(response.statusCode).toBe(200);
       // b was untouched
       expect((await refreshWithCookie(t, b)).statusCode).toBe(200);
@@ -592,15 +554,7 @@ describe('tokens (default configuration)', () => {
       const user = await t.register();
       const a = await loginPair(t, user);
       const b = await loginPair(t, user);
-      expect(
-        (
-          await t.app.inject({
-            method: 'PUT',
-            url: '/api/tokens',
-            payload: { access_token: a.access, refresh_token: b.refresh },
-          })
-        ).statusCode,
-      ).toBe(401);
+      expect((await putTokens(t, { access_token: a.access, refresh_token: b.refresh })).statusCode).toBe(401);
       expect((await refreshWithCookie(t, { access: b.access, refresh: a.refresh })).statusCode).toBe(401);
       // nothing was revoked or rotated, even after the grace period
       t.clock.advance(5001);
@@ -623,30 +577,17 @@ describe('tokens (default configuration)', () => {
 
     test('no refresh token at all (no cookie, nothing in the body): 401', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        payload: { access_token: pair.access },
-      });
+      const response = await putTokens(t, { access_token: pair.access });
       expect(response.statusCode).toBe(401);
       expect(response.json()).toEqual(ERROR_401);
-      const empty = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        payload: { access_token: pair.access, refresh_token: '' },
-      });
+      const empty = await putTokens(t, { access_token: pair.access, refresh_token: '' });
       expect(empty.statusCode).toBe(401);
       await expectWorks(t, pair.access, susan.id);
     });
 
     test('missing access_token: 400 validation error', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        headers: { cookie: `refresh_token=${pair.refresh}` },
-        payload: {},
-      });
+      const response = await putTokens(t, {}, { cookie: pair.refresh });
       expect(response.statusCode).toBe(400);
       expect(response.json()).toMatchObject({
         code: 400,
@@ -654,10 +595,9 @@ describe('tokens (default configuration)', () => {
         errors: { json: { access_token: ['Missing data for required field.'] } },
       });
       // no body at all (the React client sends Content-Type: application/json with nothing) is the same
-      const noBody = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        headers: { 'content-type': 'application/json', cookie: `refresh_token=${pair.refresh}` },
+      const noBody = await putTokens(t, undefined, {
+        cookie: pair.refresh,
+        headers: { 'content-type': 'application/json' },
       });
       expect(noBody.statusCode).toBe(400);
       expect(noBody.json().errors.json.access_token).toEqual(['Missing data for required field.']);
@@ -665,11 +605,7 @@ describe('tokens (default configuration)', () => {
 
     test('refresh_token: null: 400 "Field may not be null."', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        payload: { access_token: pair.access, refresh_token: null },
-      });
+      const response = await putTokens(t, { access_token: pair.access, refresh_token: null });
       expect(response.statusCode).toBe(400);
       expect(response.json()).toMatchObject({
         code: 400,
@@ -680,10 +616,10 @@ describe('tokens (default configuration)', () => {
 
     test('an unknown field: 400 "Unknown field."', async () => {
       const pair = await loginPair(t, susan);
-      const response = await t.app.inject({
-        method: 'PUT',
-        url: '/api/tokens',
-        payload: { access_token: pair.access, refresh_token: pair.refresh, extra: 1 },
+      const response = await putTokens(t, {
+        access_token: pair.access,
+        refresh_token: pair.refresh,
+        extra: 1,
       });
       expect(response.statusCode).toBe(400);
       expect(response.json().errors.json.extra).toEqual(['Unknown field.']);
@@ -875,18 +811,17 @@ describe('REFRESH_TOKEN_IN_BODY=yes, REFRESH_TOKEN_IN_COOKIE=no, ACCESS_TOKEN_MI
   let t: TestApp;
   let user: TestUser;
 
-  beforeAll(async () => {
-    t = await variant({
+  variant(
+    {
       REFRESH_TOKEN_IN_BODY: 'yes',
       REFRESH_TOKEN_IN_COOKIE: 'no',
       ACCESS_TOKEN_MINUTES: '1',
-    });
-    user = await t.register();
-  });
-
-  afterAll(async () => {
-    await t?.close();
-  });
+    },
+    async (app) => {
+      t = app;
+      user = await t.register();
+    },
+  );
 
   test('login: the refresh token is in the body and no cookie is set', async () => {
     const response = await t.login(user.username, user.password);
@@ -929,13 +864,9 @@ describe('production mode (NODE_ENV=production, own SECRET_KEY)', () => {
   let user: TestUser;
   const secret = 'a-production-secret-of-our-own';
 
-  beforeAll(async () => {
-    t = await variant({ NODE_ENV: 'production', SECRET_KEY: secret });
+  variant({ NODE_ENV: 'production', SECRET_KEY: secret }, async (app) => {
+    t = app;
     user = await t.register();
-  });
-
-  afterAll(async () => {
-    await t?.close();
   });
 
   test('the refresh cookie is Secure; SameSite=None (CORS on), still HttpOnly, Path=/api/tokens, a session cookie', async () => {
@@ -962,13 +893,9 @@ describe('USE_CORS=no', () => {
   let t: TestApp;
   let user: TestUser;
 
-  beforeAll(async () => {
-    t = await variant({ USE_CORS: 'no' });
+  variant({ USE_CORS: 'no' }, async (app) => {
+    t = app;
     user = await t.register();
-  });
-
-  afterAll(async () => {
-    await t?.close();
   });
 
   test('the refresh cookie is SameSite=Strict (not Secure in development)', async () => {
@@ -994,30 +921,21 @@ describe('USE_CORS=no', () => {
 // ------------------------------------------------------------------ loadConfig
 
 describe('loadConfig', () => {
-  test.each(['yes', 'true', 'on', '1'])('booleans: %s is on', (value) => {
+  test.each([
+    ...['yes', 'true', 'on', '1'].map((value) => ({ value, state: 'on' })),
+    ...['no', 'false', 'off', '0'].map((value) => ({ value, state: 'off' })),
+  ])('booleans: $value is $state', ({ value, state }) => {
+    const on = state === 'on';
     const config = loadConfig({
       REFRESH_TOKEN_IN_BODY: value,
       REFRESH_TOKEN_IN_COOKIE: value,
       DISABLE_AUTH: value,
       USE_CORS: value,
     });
-    expect(config.refreshTokenInBody).toBe(true);
-    expect(config.refreshTokenInCookie).toBe(true);
-    expect(config.disableAuth).toBe(true);
-    expect(config.useCors).toBe(true);
-  });
-
-  test.each(['no', 'false', 'off', '0'])('booleans: %s is off', (value) => {
-    const config = loadConfig({
-      REFRESH_TOKEN_IN_BODY: value,
-      REFRESH_TOKEN_IN_COOKIE: value,
-      DISABLE_AUTH: value,
-      USE_CORS: value,
-    });
-    expect(config.refreshTokenInBody).toBe(false);
-    expect(config.refreshTokenInCookie).toBe(false);
-    expect(config.disableAuth).toBe(false);
-    expect(config.useCors).toBe(false);
+    expect(config.refreshTokenInBody).toBe(on);
+    expect(config.refreshTokenInCookie).toBe(on);
+    expect(config.disableAuth).toBe(on);
+    expect(config.useCors).toBe(on);
   });
 
   test('defaults, and an empty value means the default', () => {

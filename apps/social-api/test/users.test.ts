@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
+import { CONFLICT, expectJsonErrors, expectPlainBadRequest, NOT_FOUND, USER_KEYS } from './support/wire';
 
 /**
  * Users, `/me` and follows, as the contract and the Flask backend define them: the User shape,
@@ -11,54 +11,8 @@ import { buildTestApp, type TestApp, type TestUser } from './support/app';
  */
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/;
-const USER_KEYS = [
-  'about_me',
-  'avatar_url',
-  'email',
-  'first_seen',
-  'has_password',
-  'id',
-  'last_seen',
-  'posts_url',
-  'url',
-  'username',
-];
-const BAD_REQUEST = {
-  code: 400,
-  message: 'Bad Request',
-  description: 'The browser (or proxy) sent a request that this server could not understand.',
-};
-const NOT_FOUND = {
-  code: 404,
-  message: 'Not Found',
-  description:
-    'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
-};
-const CONFLICT = {
-  code: 409,
-  message: 'Conflict',
-  description:
-    'A conflict happened while processing the request. The resource might have been modified while the request was being processed.',
-};
-const VALIDATION = {
-  code: 400,
-  message: 'Validation Error',
-  description: 'The server found one or more errors in the information that you sent.',
-};
 
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');
-
-/** A plain 400 (the generic werkzeug body): no `errors`, so the client shows no field message. */
-function expectPlainBadRequest(res: LightMyRequestResponse) {
-  expect(res.statusCode).toBe(400);
-  expect(res.json()).toEqual(BAD_REQUEST);
-}
-
-/** A validation 400 whose `errors` are exactly `json: fields`. */
-function expectJsonErrors(res: LightMyRequestResponse, fields: Record<string, string[]>) {
-  expect(res.statusCode).toBe(400);
-  expect(res.json()).toEqual({ ...VALIDATION, errors: { json: fields } });
-}
 
 function expectNoSecrets(json: unknown) {
   expect(JSON.stringify(json)).not.toMatch(/"(password|password_hash|old_password)"/);
@@ -81,12 +35,6 @@ const follow = (token: string, id: number | string) =>
   t.as(token, { method: 'POST', url: `/api/me/following/${id}` });
 const unfollow = (token: string, id: number | string) =>
   t.as(token, { method: 'DELETE', url: `/api/me/following/${id}` });
-const countRows = async (table: 'users' | 'followers', where: (qb: any) => any) => {
-  const row = await where(
-    t.database.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')),
-  ).executeTakeFirstOrThrow();
-  return Number(row.n);
-};
 
 beforeAll(async () => {
   t = await buildTestApp();
@@ -129,11 +77,7 @@ describe('POST /api/users (registration)', () => {
     expect(firstSeen).toBeLessThanOrEqual(t.clock.now().getTime() + 1);
     expect(user.last_seen).toBe(user.first_seen);
     // Stored as an argon2id hash, never as given.
-    const row = await t.database.db
-      .selectFrom('users')
-      .select('password_hash')
-      .where('id', '=', user.id)
-      .executeTakeFirstOrThrow();
+    const row = await t.storedUser(user.id);
     expect(row.password_hash).toMatch(/^\$argon2id\$/);
   });
 
@@ -198,7 +142,7 @@ describe('POST /api/users (registration)', () => {
     const res = await register(payload);
     expectJsonErrors(res, errors);
     expect(
-      await countRows('users', (q) => q.where(sql`lower(email)`, '=', String(payload.email).toLowerCase())),
+      await t.countRows('users', (q) => q.where(sql`lower(email)`, '=', String(payload.email).toLowerCase())),
     ).toBe(0);
   });
 
@@ -281,7 +225,7 @@ describe('POST /api/users (registration)', () => {
     expect(res.statusCode).toBe(400);
     const body = res.json();
     expect(body).toEqual({ code: 400, message: 'Bad Request', description: expect.any(String) });
-    expect(await countRows('users', (q) => q.where('username', '=', 'broken'))).toBe(0);
+    expect(await t.countRows('users', (q) => q.where('username', '=', 'broken'))).toBe(0);
   });
 
   test.each<[string, string | undefined, Record<string, string>]>([
@@ -314,7 +258,7 @@ describe('uniqueness under concurrency (never a 500)', () => {
     expect(statuses.filter((s) => s === 400)).toHaveLength(19);
     for (const res of responses.filter((r) => r.statusCode === 400))
       expectJsonErrors(res, { username: ['Use a different username.'] });
-    expect(await countRows('users', (q) => q.where('username', '=', 'racer'))).toBe(1);
+    expect(await t.countRows('users', (q) => q.where('username', '=', 'racer'))).toBe(1);
   });
 
   test('20 concurrent registrations of one email (differing in case) → one 201, the rest "Use a different email.", one row', async () => {
@@ -334,7 +278,9 @@ describe('uniqueness under concurrency (never a 500)', () => {
     expect(statuses.filter((s) => s === 400)).toHaveLength(19);
     for (const res of responses.filter((r) => r.statusCode === 400))
       expectJsonErrors(res, { email: ['Use a different email.'] });
-    expect(await countRows('users', (q) => q.where(sql`lower(email)`, '=', 'racemail@example.com'))).toBe(1);
+    expect(await t.countRows('users', (q) => q.where(sql`lower(email)`, '=', 'racemail@example.com'))).toBe(
+      1,
+    );
   });
 
   test('two users renaming themselves to the same name at once → one 200, the other 400', async () => {
@@ -349,7 +295,7 @@ describe('uniqueness under concurrency (never a 500)', () => {
       { username: ['Use a different username.'] },
     );
     expect(responses.find((r) => r.statusCode === 200)!.json().username).toBe('samename');
-    expect(await countRows('users', (q) => q.where('username', '=', 'samename'))).toBe(1);
+    expect(await t.countRows('users', (q) => q.where('username', '=', 'samename'))).toBe(1);
   });
 });
 
@@ -363,7 +309,7 @@ describe('GET /api/users and /api/users/<id|username>', () => {
   });
 
   test('the list is ordered by id in the Paginated envelope, with no password anywhere', async () => {
-    const total = await countRows('users', (q) => q);
+    const total = await t.countRows('users');
     const seen: { id: number }[] = [];
     for (let offset = 0; offset < total; offset += 25) {
       const res = await get(viewer.token, `/api/users?offset=${offset}`);
@@ -601,34 +547,31 @@ describe('follows', () => {
     expect((await unfollow(me.token, target.id)).statusCode).toBe(204);
   });
 
-  test('POST /api/me/following/<id>: 204, again 409, unknown user 404', async () => {
-    const first = await follow(me.token, target.id);
+  /** `change` (follow or unfollow) of the target: 204 (empty), again 409, an unknown user 404. */
+  async function expectChangesOnce(change: typeof follow) {
+    const first = await change(me.token, target.id);
     expect(first.statusCode).toBe(204);
     expect(first.body).toBe('');
-    const again = await follow(me.token, target.id);
+    const again = await change(me.token, target.id);
     expect(again.statusCode).toBe(409);
     expect(again.json()).toEqual(CONFLICT);
-    const unknown = await follow(me.token, 999999);
+    const unknown = await change(me.token, 999999);
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toEqual(NOT_FOUND);
+  }
+
+  test('POST /api/me/following/<id>: 204, again 409, unknown user 404', async () => {
+    await expectChangesOnce(follow);
     expect((await follow(me.token, 'abc')).statusCode).toBe(404);
     expect(
-      await countRows('followers', (q) =>
+      await t.countRows('followers', (q) =>
         q.where('follower_id', '=', me.id).where('followed_id', '=', target.id),
       ),
     ).toBe(1);
   });
 
   test('DELETE /api/me/following/<id>: 204, again 409, unknown user 404', async () => {
-    const first = await unfollow(me.token, target.id);
-    expect(first.statusCode).toBe(204);
-    expect(first.body).toBe('');
-    const again = await unfollow(me.token, target.id);
-    expect(again.statusCode).toBe(409);
-    expect(again.json()).toEqual(CONFLICT);
-    const unknown = await unfollow(me.token, 999999);
-    expect(unknown.statusCode).toBe(404);
-    expect(unknown.json()).toEqual(NOT_FOUND);
+    await expectChangesOnce(unfollow);
     expect((await isFollowing(me.token, target.id)).statusCode).toBe(404);
   });
 
@@ -646,24 +589,21 @@ describe('follows', () => {
 
   test('the React client’s Content-Type: application/json with an EMPTY body works on POST and DELETE (204)', async () => {
     const client = { 'content-type': 'application/json' };
-    const followed = await t.as(me.token, {
-      method: 'POST',
-      url: `/api/me/following/${target.id}`,
-      headers: client,
-      payload: '',
-    });
-    expect(followed.statusCode).toBe(204);
-    expect(followed.body).toBe('');
-    expect((await isFollowing(me.token, target.id)).statusCode).toBe(204);
-    const unfollowed = await t.as(me.token, {
-      method: 'DELETE',
-      url: `/api/me/following/${target.id}`,
-      headers: client,
-      payload: '',
-    });
-    expect(unfollowed.statusCode).toBe(204);
-    expect(unfollowed.body).toBe('');
-    expect((await isFollowing(me.token, target.id)).statusCode).toBe(404);
+    // Following, then no longer following (the check's 204, then its 404).
+    for (const [method, check] of [
+      ['POST', 204],
+      ['DELETE', 404],
+    ] as const) {
+      const res = await t.as(me.token, {
+        method,
+        url: `/api/me/following/${target.id}`,
+        headers: client,
+        payload: '',
+      });
+      expect(res.statusCode).toBe(204);
+      expect(res.body).toBe('');
+      expect((await isFollowing(me.token, target.id)).statusCode).toBe(check);
+    }
   });
 
   describe('lists', () => {
@@ -750,7 +690,7 @@ describe('follows', () => {
     expect(statuses.filter((s) => s === 409)).toHaveLength(19);
     for (const res of responses.filter((r) => r.statusCode === 409)) expect(res.json()).toEqual(CONFLICT);
     expect(
-      await countRows('followers', (q) =>
+      await t.countRows('followers', (q) =>
         q.where('follower_id', '=', fan.id).where('followed_id', '=', star.id),
       ),
     ).toBe(1);

@@ -2,183 +2,84 @@ import { createHash } from 'node:crypto';
 import { buildApp } from '../src/app';
 import type { Permission } from '../src/auth/permissions';
 import { loadConfig } from '../src/config';
-import { buildTestApp, type KeyPair, type TestApp } from './support/app';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { buildTestApp, type KeyPair } from './support/app';
+import { UNKNOWN } from './support/kasm';
 
-const UNKNOWN = '0123456789abcdef0123456789abcdef';
+/** What an operation answers a key allowed to run it: a status, and the error message if any. */
+type Outcome = [number, string?];
+
+const READS = false;
+const WRITES = true;
+const UNKNOWN_USER: Outcome = [400, 'Unknown User'];
+const INVALID_USER: Outcome = [400, `Invalid User ID (${UNKNOWN})`];
+const INVALID_GROUP: Outcome = [400, `Invalid Group ID (${UNKNOWN})`];
+const MISSING: Outcome = [400, 'Invalid Request: Missing required parameters'];
+const NO_GROUP_OR_IMAGE: Outcome = [400, 'Group or image does not exist'];
+
+/** Bodies naming entities that do not exist (or, for create_group, a priority out of range). */
+const aUser = (fields: Record<string, unknown> = {}) => ({ target_user: { user_id: UNKNOWN, ...fields } });
+const A_GROUP = { target_group: { group_id: UNKNOWN } };
+const AN_IMAGE = { target_image: { image_id: UNKNOWN } };
+const A_BAD_GROUP = { target_group: { name: 'matrix', priority: 0 } };
+const A_MOVE = { ...aUser(), old_group: { group_id: UNKNOWN }, new_group: { group_id: UNKNOWN } };
+
+/** One row of the matrix. */
+const operation = (
+  op: string,
+  permission: Permission | 'any',
+  writes: boolean,
+  body: Record<string, unknown>,
+  allowed: Outcome,
+) => ({ op, permission, writes, body, allowed });
 
 /**
  * Each operation with its permission, whether it writes, and a request whose outcome with a
  * sufficient key is known (mostly an unknown-entity error, so the matrix changes nothing).
  */
-const OPERATIONS: {
-  op: string;
-  permission: Permission | 'any';
-  writes: boolean;
-  body: Record<string, unknown>;
-  allowed: [number, string?];
-}[] = [
-  { op: 'validate_credentials', permission: 'any', writes: false, body: {}, allowed: [200] },
-  { op: 'get_users', permission: 'Users View', writes: false, body: {}, allowed: [200] },
-  {
-    op: 'get_user',
-    permission: 'Users View',
-    writes: false,
-    body: { target_user: { user_id: UNKNOWN } },
-    allowed: [400, 'Unknown User'],
-  },
-  {
-    op: 'create_user',
-    permission: 'Users Create',
-    writes: true,
-    body: { target_user: {} },
-    allowed: [400, 'Invalid Request: Missing required parameters'],
-  },
-  {
-    op: 'update_user',
-    permission: 'Users Modify',
-    writes: true,
-    body: { target_user: { user_id: UNKNOWN } },
-    allowed: [400, 'Unknown User'],
-  },
-  {
-    op: 'delete_user',
-    permission: 'Users Delete',
-    writes: true,
-    body: { target_user: { user_id: UNKNOWN } },
-    allowed: [400, `Unknown user (${UNKNOWN})`],
-  },
-  {
-    op: 'update_user_password',
-    permission: 'Users Modify',
-    writes: true,
-    body: { target_user: { user_id: UNKNOWN, password: 'Secret-123' } },
-    allowed: [400, 'Unknown User'],
-  },
-  {
-    op: 'update_user_name',
-    permission: 'Users Modify',
-    writes: true,
-    body: { target_user: { user_id: UNKNOWN, first_name: 'A' } },
-    allowed: [400, 'Unknown User'],
-  },
-  { op: 'get_groups', permission: 'Groups View', writes: false, body: {}, allowed: [200] },
-  {
-    op: 'create_group',
-    permission: 'Groups Create',
-    writes: true,
-    body: { target_group: { name: 'matrix', priority: 0 } },
-    allowed: [400, 'Invalid priority value (0)'],
-  },
-  {
-    op: 'update_group',
-    permission: 'Groups Modify',
-    writes: true,
-    body: { target_group: { group_id: UNKNOWN } },
-    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
-  },
-  {
-    op: 'delete_group',
-    permission: 'Groups Delete',
-    writes: true,
-    body: { target_group: { group_id: UNKNOWN } },
-    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
-  },
-  {
-    op: 'add_user_group',
-    permission: 'Groups Modify',
-    writes: true,
-    body: { target_user: { user_id: UNKNOWN }, target_group: { group_id: UNKNOWN } },
-    allowed: [400, `Invalid User ID (${UNKNOWN})`],
-  },
-  {
-    op: 'remove_user_group',
-    permission: 'Groups Modify',
-    writes: true,
-    body: { target_user: { user_id: UNKNOWN }, target_group: { group_id: UNKNOWN } },
-    allowed: [400, `Invalid User ID (${UNKNOWN})`],
-  },
-  {
-    op: 'change_user_group',
-    permission: 'Groups Modify',
-    writes: true,
-    body: {
-      target_user: { user_id: UNKNOWN },
-      old_group: { group_id: UNKNOWN },
-      new_group: { group_id: UNKNOWN },
-    },
-    allowed: [400, `Invalid User ID (${UNKNOWN})`],
-  },
-  {
-    op: 'get_users_group',
-    permission: 'Groups View',
-    writes: false,
-    body: { target_group: { group_id: UNKNOWN } },
-    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
-  },
-  {
-    op: 'install_workspace',
-    permission: 'Images Create',
-    writes: true,
-    body: {},
-    allowed: [400, 'Invalid Request: Missing required parameters'],
-  },
-  { op: 'get_images', permission: 'Images View', writes: false, body: {}, allowed: [200] },
-  {
-    op: 'delete_image',
-    permission: 'Images Delete',
-    writes: true,
-    body: { target_image: { image_id: UNKNOWN } },
-    allowed: [400, `Invalid Image ID (${UNKNOWN})`],
-  },
-  {
-    op: 'add_images_group',
-    permission: 'Groups Modify',
-    writes: true,
-    body: { target_group: { group_id: UNKNOWN }, target_image: { image_id: UNKNOWN } },
-    allowed: [400, 'Group or image does not exist'],
-  },
-  {
-    op: 'remove_images_group',
-    permission: 'Groups Modify',
-    writes: true,
-    body: { target_group: { group_id: UNKNOWN }, target_image: { image_id: UNKNOWN } },
-    allowed: [400, 'Group or image does not exist'],
-  },
-  {
-    op: 'get_images_group',
-    permission: 'Groups View',
-    writes: false,
-    body: { target_group: { group_id: UNKNOWN } },
-    allowed: [400, `Invalid Group ID (${UNKNOWN})`],
-  },
-  {
-    op: 'get_user_images',
-    permission: 'Users View',
-    writes: false,
-    body: { target_user: { user_id: UNKNOWN } },
-    allowed: [400, 'Unknown User'],
-  },
+const OPERATIONS = [
+  operation('validate_credentials', 'any', READS, {}, [200]),
+  operation('get_users', 'Users View', READS, {}, [200]),
+  operation('get_user', 'Users View', READS, aUser(), UNKNOWN_USER),
+  operation('create_user', 'Users Create', WRITES, { target_user: {} }, MISSING),
+  operation('update_user', 'Users Modify', WRITES, aUser(), UNKNOWN_USER),
+  operation('delete_user', 'Users Delete', WRITES, aUser(), [400, `Unknown user (${UNKNOWN})`]),
+  operation('update_user_password', 'Users Modify', WRITES, aUser({ password: 'Secret-123' }), UNKNOWN_USER),
+  operation('update_user_name', 'Users Modify', WRITES, aUser({ first_name: 'A' }), UNKNOWN_USER),
+  operation('get_groups', 'Groups View', READS, {}, [200]),
+  operation('create_group', 'Groups Create', WRITES, A_BAD_GROUP, [400, 'Invalid priority value (0)']),
+  operation('update_group', 'Groups Modify', WRITES, A_GROUP, INVALID_GROUP),
+  operation('delete_group', 'Groups Delete', WRITES, A_GROUP, INVALID_GROUP),
+  operation('add_user_group', 'Groups Modify', WRITES, { ...aUser(), ...A_GROUP }, INVALID_USER),
+  operation('remove_user_group', 'Groups Modify', WRITES, { ...aUser(), ...A_GROUP }, INVALID_USER),
+  operation('change_user_group', 'Groups Modify', WRITES, A_MOVE, INVALID_USER),
+  operation('get_users_group', 'Groups View', READS, A_GROUP, INVALID_GROUP),
+  operation('install_workspace', 'Images Create', WRITES, {}, MISSING),
+  operation('get_images', 'Images View', READS, {}, [200]),
+  operation('delete_image', 'Images Delete', WRITES, AN_IMAGE, [400, `Invalid Image ID (${UNKNOWN})`]),
+  operation('add_images_group', 'Groups Modify', WRITES, { ...A_GROUP, ...AN_IMAGE }, NO_GROUP_OR_IMAGE),
+  operation('remove_images_group', 'Groups Modify', WRITES, { ...A_GROUP, ...AN_IMAGE }, NO_GROUP_OR_IMAGE),
+  operation('get_images_group', 'Groups View', READS, A_GROUP, INVALID_GROUP),
+  operation('get_user_images', 'Users View', READS, aUser(), UNKNOWN_USER),
 ];
 
 describe('authorization matrix: every operation × every credential situation', () => {
-  let t: TestApp;
+  const t = openForTheseTests(() => buildTestApp(), 60_000);
   const keys: Record<string, KeyPair> = {};
   beforeAll(async () => {
-    t = await buildTestApp();
-    keys.disabled = await t.createKey(['Global Admin'], { name: 'disabled' });
-    await t.database.db
-      .updateTable('api_keys')
+    keys.disabled = await t().createKey(['Global Admin'], { name: 'disabled' });
+    await t()
+      .database.db.updateTable('api_keys')
       .set({ enabled: false })
       .where('api_key', '=', keys.disabled.api_key)
       .execute();
-    keys.expired = await t.createKey(['Global Admin'], {
+    keys.expired = await t().createKey(['Global Admin'], {
       name: 'expired',
       expires: new Date(Date.now() - 60_000),
     });
-    keys.readOnlyAdmin = await t.createKey(['Global Admin'], { name: 'read-only', readOnly: true });
-    keys.unrelated = await t.createKey(['Images Delete'], { name: 'unrelated' });
-  }, 60_000);
-  afterAll(() => t?.close());
+    keys.readOnlyAdmin = await t().createKey(['Global Admin'], { name: 'read-only', readOnly: true });
+    keys.unrelated = await t().createKey(['Images Delete'], { name: 'unrelated' });
+  });
 
   const expectError = async (
     response: Promise<import('fastify').LightMyRequestResponse>,
@@ -191,40 +92,40 @@ describe('authorization matrix: every operation × every credential situation', 
 
   describe.each(OPERATIONS)('$op ($permission)', ({ op, permission, writes, body, allowed }) => {
     test('no credentials → 400 Invalid Request; key without secret too', async () => {
-      await expectError(t.call(op, body, null), 400, 'Invalid Request');
-      await expectError(t.call(op, { ...body, api_key: t.admin.api_key }, null), 400, 'Invalid Request');
+      await expectError(t().call(op, body, null), 400, 'Invalid Request');
+      await expectError(t().call(op, { ...body, api_key: t().admin.api_key }, null), 400, 'Invalid Request');
     });
     test('wrong secret, unknown key, disabled key → 403 Access Denied', async () => {
       await expectError(
-        t.call(op, body, { ...t.admin, api_key_secret: 'x'.repeat(32) }),
+        t().call(op, body, { ...t().admin, api_key_secret: 'x'.repeat(32) }),
         403,
         'Access Denied',
       );
       await expectError(
-        t.call(op, body, { api_key: 'NoSuchKey123', api_key_secret: t.admin.api_key_secret }),
+        t().call(op, body, { api_key: 'NoSuchKey123', api_key_secret: t().admin.api_key_secret }),
         403,
         'Access Denied',
       );
-      await expectError(t.call(op, body, keys.disabled), 403, 'Access Denied');
+      await expectError(t().call(op, body, keys.disabled), 403, 'Access Denied');
     });
     test('expired key → 401 Access has expired', async () => {
-      await expectError(t.call(op, body, keys.expired), 401, 'Access has expired');
+      await expectError(t().call(op, body, keys.expired), 401, 'Access has expired');
     });
     test(`read-only key → ${writes ? '401 Unauthorized (the operation writes)' : 'allowed (the operation reads)'}`, async () => {
-      const r = t.call(op, body, keys.readOnlyAdmin);
+      const r = t().call(op, body, keys.readOnlyAdmin);
       if (writes) await expectError(r, 401, 'Unauthorized');
       else expect((await r).statusCode).toBe(allowed[0]);
     });
     test(`key without ${permission} → ${permission === 'any' ? 'allowed' : '401 Unauthorized'}`, async () => {
-      const r = t.call(op, body, keys.unrelated);
+      const r = t().call(op, body, keys.unrelated);
       if (permission === 'any' || permission === 'Images Delete')
         expect((await r).statusCode).toBe(allowed[0]);
       else await expectError(r, 401, 'Unauthorized');
     });
     test(`key with exactly ${permission}, and Global Admin → the operation runs`, async () => {
-      const own = permission === 'any' ? keys.unrelated : await t.createKey([permission]);
-      for (const key of [own, t.admin]) {
-        const r = await t.call(op, body, key);
+      const own = permission === 'any' ? keys.unrelated : await t().createKey([permission]);
+      for (const key of [own, t().admin]) {
+        const r = await t().call(op, body, key);
         expect(r.statusCode).toBe(allowed[0]);
         if (allowed[1]) expect(r.json()).toEqual({ error_message: allowed[1] });
       }
@@ -233,19 +134,19 @@ describe('authorization matrix: every operation × every credential situation', 
 });
 
 describe('credentials', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await buildTestApp({
-      BOOTSTRAP_API_KEY: 'BootstrapKey',
-      BOOTSTRAP_API_KEY_SECRET: 'bootstrap-secret-0123456789abcdef',
-    });
-  }, 60_000);
-  afterAll(() => t?.close());
+  const t = openForTheseTests(
+    () =>
+      buildTestApp({
+        BOOTSTRAP_API_KEY: 'BootstrapKey',
+        BOOTSTRAP_API_KEY_SECRET: 'bootstrap-secret-0123456789abcdef',
+      }),
+    60_000,
+  );
 
-  const inject = (options: import('fastify').InjectOptions) => t.app.inject(options);
+  const inject = (options: import('fastify').InjectOptions) => t().app.inject(options);
 
   test('the headers api-key / api-key-secret work and win over the body', async () => {
-    const headers = { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret };
+    const headers = { 'api-key': t().admin.api_key, 'api-key-secret': t().admin.api_key_secret };
     expect(
       (await inject({ method: 'POST', url: '/api/public/get_users', headers, payload: {} })).statusCode,
     ).toBe(200);
@@ -254,16 +155,21 @@ describe('credentials', () => {
       (await inject({ method: 'POST', url: '/api/public/get_users', headers, payload: wrongBody }))
         .statusCode,
     ).toBe(200);
-    const wrongHeader = { 'api-key': t.admin.api_key, 'api-key-secret': 'wrong' };
+    const wrongHeader = { 'api-key': t().admin.api_key, 'api-key-secret': 'wrong' };
     expect(
       (
-        await inject({ method: 'POST', url: '/api/public/get_users', headers: wrongHeader, payload: t.admin })
+        await inject({
+          method: 'POST',
+          url: '/api/public/get_users',
+          headers: wrongHeader,
+          payload: t().admin,
+        })
       ).json(),
     ).toEqual({ error_message: 'Access Denied' });
   });
 
   test('a POST with the credentials in the headers and no body at all works', async () => {
-    const headers = { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret };
+    const headers = { 'api-key': t().admin.api_key, 'api-key-secret': t().admin.api_key_secret };
     for (const op of ['validate_credentials', 'get_users', 'get_groups']) {
       const r = await inject({ method: 'POST', url: `/api/public/${op}`, headers });
       expect(r.statusCode).toBe(200);
@@ -277,14 +183,14 @@ describe('credentials', () => {
     const ok = await inject({
       method: 'GET',
       url: '/api/public/validate_credentials',
-      headers: { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret },
+      headers: { 'api-key': t().admin.api_key, 'api-key-secret': t().admin.api_key_secret },
     });
     expect({ status: ok.statusCode, body: ok.json() }).toEqual({ status: 200, body: {} });
     // The stale client sends only "Authorization: Bearer <key>": no secret.
     const stale = await inject({
       method: 'GET',
       url: '/api/public/validate_credentials',
-      headers: { authorization: `Bearer ${t.admin.api_key}` },
+      headers: { authorization: `Bearer ${t().admin.api_key}` },
     });
     expect({ status: stale.statusCode, body: stale.json() }).toEqual({
       status: 400,
@@ -293,7 +199,7 @@ describe('credentials', () => {
   });
 
   test('credentials of the wrong type are missing credentials', async () => {
-    expect((await t.call('get_users', { api_key: 12345, api_key_secret: true }, null)).json()).toEqual({
+    expect((await t().call('get_users', { api_key: 12345, api_key_secret: true }, null)).json()).toEqual({
       error_message: 'Invalid Request',
     });
   });
@@ -317,15 +223,15 @@ describe('credentials', () => {
 
   test('the bootstrap key from configuration is an enabled Global Admin key', async () => {
     const key = { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' };
-    expect((await t.call('get_groups', {}, key)).statusCode).toBe(200);
-    expect((await t.call('validate_credentials', {}, { ...key, api_key_secret: 'other' })).statusCode).toBe(
+    expect((await t().call('get_groups', {}, key)).statusCode).toBe(200);
+    expect((await t().call('validate_credentials', {}, { ...key, api_key_secret: 'other' })).statusCode).toBe(
       403,
     );
   });
 
   test('a restart with the bootstrap configuration re-enables and re-keys that key', async () => {
-    await t.database.db
-      .updateTable('api_keys')
+    await t()
+      .database.db.updateTable('api_keys')
       .set({ enabled: false, permissions: [] })
       .where('api_key', '=', 'BootstrapKey')
       .execute();
@@ -334,7 +240,10 @@ describe('credentials', () => {
       BOOTSTRAP_API_KEY: 'BootstrapKey',
       BOOTSTRAP_API_KEY_SECRET: 'a-new-secret',
     });
-    const restarted = await buildApp({ ...config, database: t.config.database }, { database: t.database });
+    const restarted = await buildApp(
+      { ...config, database: t().config.database },
+      { database: t().database },
+    );
     try {
       const r = await restarted.inject({
         method: 'POST',
@@ -344,7 +253,7 @@ describe('credentials', () => {
       expect(r.statusCode).toBe(200);
       expect(
         (
-          await t.call(
+          await t().call(
             'get_users',
             {},
             { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' },
@@ -357,11 +266,11 @@ describe('credentials', () => {
   });
 
   test('keys are 12 and secrets 32 alphanumerics; only a salted hash of the secret is stored', async () => {
-    const key = await t.createKey(['Users View']);
+    const key = await t().createKey(['Users View']);
     expect(key.api_key).toMatch(/^[A-Za-z0-9]{12}$/);
     expect(key.api_key_secret).toMatch(/^[A-Za-z0-9]{32}$/);
-    const row = await t.database.db
-      .selectFrom('api_keys')
+    const row = await t()
+      .database.db.selectFrom('api_keys')
       .selectAll()
       .where('api_key', '=', key.api_key)
       .executeTakeFirstOrThrow();
@@ -373,7 +282,7 @@ describe('credentials', () => {
   });
 
   test('a key expiring in the future works', async () => {
-    const key = await t.createKey(['Users View'], { expires: new Date(Date.now() + 3_600_000) });
-    expect((await t.call('get_users', {}, key)).statusCode).toBe(200);
+    const key = await t().createKey(['Users View'], { expires: new Date(Date.now() + 3_600_000) });
+    expect((await t().call('get_users', {}, key)).statusCode).toBe(200);
   });
 });

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { openDatabase } from '@platform/db';
 import { testDatabase } from '@platform/db/testing';
+import { childProcessEnv } from '@platform/http-kit/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { WorkspaceDatabase } from '../src/db/schema';
@@ -33,16 +34,11 @@ const SAMPLE_NAMES = [
 describe('workspace-api command line', () => {
   const fresh = testDatabase('workspace');
   const tmp = mkdtempSync(join(tmpdir(), 'workspace-cli-'));
-  const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const env = {
-    ...inherited,
-    NODE_OPTIONS: '',
+  const env = childProcessEnv(fresh.config, {
     LOG_LEVEL: 'silent',
     ARGON2_MEMORY_KIB: '1024',
     ARGON2_TIME_COST: '1',
-    DB_SCHEMA: fresh.config.schema,
-    DATABASE_URL: fresh.config.url,
-  };
+  });
   const cli = (args: string[]) =>
     run(TSX, ['--conditions=@platform/source', 'src/cli.ts', ...args], { cwd: APP_DIR, env });
 

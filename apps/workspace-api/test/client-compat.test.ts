@@ -1,23 +1,20 @@
-import { startTestServer, type TestServer } from './support/server';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { startTestServer } from './support/server';
 
 /**
  * The calls a real Kasm helper library (`model/kasm.py` of a Flask app) makes, in its order, over
  * real HTTP with `requests`-style JSON bodies, asserting exactly the keys and formats it reads.
  */
 describe('a Kasm client library, call by call', () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-  }, 60_000);
-  afterAll(() => server?.close());
+  const server = openForTheseTests(() => startTestServer(), 60_000);
 
   const post = async (operation: string, body: Record<string, unknown> = {}) => {
-    const response = await fetch(`${server.baseUrl}/api/public/${operation}`, {
+    const response = await fetch(`${server().baseUrl}/api/public/${operation}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
-        api_key: server.admin.api_key,
-        api_key_secret: server.admin.api_key_secret,
+        api_key: server().admin.api_key,
+        api_key_secret: server().admin.api_key_secret,
         ...body,
       }),
     });

@@ -1,40 +1,16 @@
-import { buildTestApp, type TestApp } from './support/app';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { buildTestApp } from './support/app';
+import { OPERATIONS_BY_TAG } from './support/operations';
 
-const OPERATIONS = [
-  'validate_credentials',
-  'get_users',
-  'get_user',
-  'create_user',
-  'update_user',
-  'delete_user',
-  'update_user_password',
-  'update_user_name',
-  'get_groups',
-  'create_group',
-  'update_group',
-  'delete_group',
-  'add_user_group',
-  'remove_user_group',
-  'change_user_group',
-  'get_users_group',
-  'install_workspace',
-  'get_images',
-  'delete_image',
-  'add_images_group',
-  'remove_images_group',
-  'get_images_group',
-  'get_user_images',
-];
+const OPERATIONS = Object.values(OPERATIONS_BY_TAG).flat();
 
 /** The OpenAPI document describes every operation completely; the operator endpoints answer. */
 describe('docs and operator endpoints', () => {
-  let t: TestApp;
+  const t = openForTheseTests(() => buildTestApp(), 60_000);
   let doc: any;
   beforeAll(async () => {
-    t = await buildTestApp();
-    doc = (await t.app.inject('/docs/json')).json();
-  }, 60_000);
-  afterAll(() => t?.close());
+    doc = (await t().app.inject('/docs/json')).json();
+  });
 
   test('the document lists exactly the contract operations under /api/public', () => {
     const paths = Object.keys(doc.paths)
@@ -73,16 +49,16 @@ describe('docs and operator endpoints', () => {
       apiKeyHeader: { type: 'apiKey', in: 'header', name: 'api-key' },
       apiKeySecretHeader: { type: 'apiKey', in: 'header', name: 'api-key-secret' },
     });
-    const ui = await t.app.inject('/docs/');
+    const ui = await t().app.inject('/docs/');
     expect(ui.statusCode).toBe(200);
     expect(ui.headers['content-type']).toMatch(/text\/html/);
   });
 
   test('healthz, readyz and metrics answer without credentials', async () => {
-    expect((await t.app.inject('/healthz')).json()).toEqual({ status: 'ok' });
-    expect((await t.app.inject('/readyz')).json()).toEqual({ status: 'ready' });
-    await t.call('get_users');
-    const metrics = await t.app.inject('/metrics');
+    expect((await t().app.inject('/healthz')).json()).toEqual({ status: 'ok' });
+    expect((await t().app.inject('/readyz')).json()).toEqual({ status: 'ready' });
+    await t().call('get_users');
+    const metrics = await t().app.inject('/metrics');
     expect(metrics.body).toMatch(
       /http_request_duration_seconds_count\{method="POST",route="\/api\/public\/get_users",status_code="200"\}/,
     );

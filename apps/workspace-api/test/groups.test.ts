@@ -1,29 +1,16 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { ALL_USERS_GROUP_ID, parseId, toKasmId } from '../src/kasm/wire';
-import { buildTestApp, type TestApp } from './support/app';
+import { ALL_USERS_GROUP_ID, toKasmId } from '../src/kasm/wire';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { buildTestApp } from './support/app';
+import { dashed, UNKNOWN, USER_KEYS } from './support/kasm';
 
 const ALL_USERS = '68d557ac4cac42cca9f31c7c853de0f3';
-const UNKNOWN = '0123456789abcdef0123456789abcdef';
 const MISSING = 'Invalid Request: Missing required parameters';
 const BAD_PAGING = 'Invalid Request: page and page_size must be positive';
 const GROUP_KEYS = ['description', 'group_id', 'is_system', 'name', 'priority'];
-const USER_KEYS = [
-  'created',
-  'disabled',
-  'first_name',
-  'groups',
-  'last_name',
-  'last_session',
-  'locked',
-  'notes',
-  'organization',
-  'phone',
-  'realm',
-  'user_id',
-  'username',
-];
+/** Bodies that name no group: each is `Invalid Request: Missing required parameters`. */
+const NO_GROUP_ID = [{}, { target_group: null }, { target_group: {} }, { target_group: { group_id: null } }];
 
-const dashed = (hex: string) => parseId(hex)!;
 const upperDashed = (hex: string) => dashed(hex).toUpperCase();
 
 interface GroupJson {
@@ -35,14 +22,14 @@ interface GroupJson {
 }
 
 describe('groups and memberships', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await buildTestApp();
-  }, 60_000);
-  afterAll(() => t?.close());
+  const t = openForTheseTests(() => buildTestApp(), 60_000);
 
   const expectError = (r: LightMyRequestResponse, message: string, status = 400) =>
     expect({ status: r.statusCode, body: r.json() }).toEqual({ status, body: { error_message: message } });
+  /** Each body answered by `op` with a 400 and its message, one after the other. */
+  const expectErrors = async (op: string, cases: [Record<string, unknown>, string][]) => {
+    for (const [body, message] of cases) expectError(await t().call(op, body), message);
+  };
   /** A schema (type) failure: a 400 in Kasm's error shape naming the field. */
   const expectTypeError = (r: LightMyRequestResponse, field: string) => {
     expect(r.statusCode).toBe(400);
@@ -60,7 +47,7 @@ describe('groups and memberships', () => {
   let seq = 0;
   /** Users do not come from the API here: inserted like create_user would (and into All Users). */
   async function createUser(options: { username?: string; created?: Date } = {}): Promise<string> {
-    const db = t.database.db;
+    const db = t().database.db;
     const row = await db
       .insertInto('users')
       .values({
@@ -76,13 +63,13 @@ describe('groups and memberships', () => {
   }
 
   async function createGroup(name: string, priority = 100, description?: string): Promise<GroupJson> {
-    return ok(await t.call('create_group', { target_group: { name, priority, description } })).group;
+    return ok(await t().call('create_group', { target_group: { name, priority, description } })).group;
   }
 
   /** The user's membership rows, as 32-hex group ids, sorted. */
   async function groupsOf(userId: string): Promise<string[]> {
-    const rows = await t.database.db
-      .selectFrom('user_groups')
+    const rows = await t()
+      .database.db.selectFrom('user_groups')
       .select('group_id')
       .where('user_id', '=', dashed(userId))
       .execute();
@@ -90,17 +77,23 @@ describe('groups and memberships', () => {
   }
 
   async function listGroups(): Promise<GroupJson[]> {
-    const body = ok(await t.call('get_groups'));
+    const body = ok(await t().call('get_groups'));
     expect(Object.keys(body)).toEqual(['groups']);
     return body.groups;
   }
 
   const add = (user_id: unknown, group_id: unknown) =>
-    t.call('add_user_group', { target_user: { user_id }, target_group: { group_id } });
+    t().call('add_user_group', { target_user: { user_id }, target_group: { group_id } });
   const remove = (user_id: unknown, group_id: unknown) =>
-    t.call('remove_user_group', { target_user: { user_id }, target_group: { group_id } });
+    t().call('remove_user_group', { target_user: { user_id }, target_group: { group_id } });
   const move = (user_id: unknown, old_group: Record<string, unknown>, new_group: Record<string, unknown>) =>
-    t.call('change_user_group', { target_user: { user_id }, old_group, new_group });
+    t().call('change_user_group', { target_user: { user_id }, old_group, new_group });
+  /** A new user who is a member of `groups` too (besides All Users). */
+  const memberOf = async (...groups: GroupJson[]) => {
+    const u = await createUser();
+    for (const g of groups) ok(await add(u, g.group_id));
+    return u;
+  };
 
   describe('get_groups', () => {
     test('All Users is there with its fixed id, is_system true, exactly the Kasm group keys', async () => {
@@ -131,10 +124,10 @@ describe('groups and memberships', () => {
     });
 
     test('works with a read-only Groups View key, also with the credentials in the headers', async () => {
-      const key = await t.createKey(['Groups View'], { readOnly: true });
-      expect((await t.call('get_groups', {}, key)).statusCode).toBe(200);
+      const key = await t().createKey(['Groups View'], { readOnly: true });
+      expect((await t().call('get_groups', {}, key)).statusCode).toBe(200);
       const headers = { 'api-key': key.api_key, 'api-key-secret': key.api_key_secret };
-      const r = await t.app.inject({ method: 'POST', url: '/api/public/get_groups', headers, payload: {} });
+      const r = await t().app.inject({ method: 'POST', url: '/api/public/get_groups', headers, payload: {} });
       expect(r.statusCode).toBe(200);
       expect(r.json().groups.some((g: GroupJson) => g.group_id === ALL_USERS)).toBe(true);
     });
@@ -143,7 +136,7 @@ describe('groups and memberships', () => {
   describe('create_group', () => {
     test('answers {group} with a new 32-hex id; the name is trimmed, the description optional', async () => {
       const body = ok(
-        await t.call('create_group', {
+        await t().call('create_group', {
           target_group: { name: '  Students  ', priority: 50, description: 'CSP period 3' },
         }),
       );
@@ -161,7 +154,7 @@ describe('groups and memberships', () => {
       const plain = await createGroup('No description', 7);
       expect(plain.description).toBeNull();
       const nulled = ok(
-        await t.call('create_group', {
+        await t().call('create_group', {
           target_group: { name: 'Null description', priority: 7, description: null },
         }),
       );
@@ -185,10 +178,10 @@ describe('groups and memberships', () => {
         { target_group: { name: '   ', priority: 10 } },
         { target_group: { name: '', priority: 10 } },
       ]) {
-        expectError(await t.call('create_group', body), MISSING);
+        expectError(await t().call('create_group', body), MISSING);
       }
       // missing fields are reported before an invalid priority
-      expectError(await t.call('create_group', { target_group: { priority: 0 } }), MISSING);
+      expectError(await t().call('create_group', { target_group: { priority: 0 } }), MISSING);
     });
 
     test('priority outside 1..4095, or not an integer: Invalid priority value (<p>)', async () => {
@@ -200,13 +193,13 @@ describe('groups and memberships', () => {
         [100000, '100000'],
       ] as const) {
         expectError(
-          await t.call('create_group', { target_group: { name: `bad priority ${p}`, priority: p } }),
+          await t().call('create_group', { target_group: { name: `bad priority ${p}`, priority: p } }),
           `Invalid priority value (${shown})`,
         );
       }
       // an invalid priority is reported before a taken name
       expectError(
-        await t.call('create_group', { target_group: { name: 'All Users', priority: 0 } }),
+        await t().call('create_group', { target_group: { name: 'All Users', priority: 0 } }),
         'Invalid priority value (0)',
       );
       expect((await listGroups()).some((g) => g.name.startsWith('bad priority'))).toBe(false);
@@ -214,33 +207,33 @@ describe('groups and memberships', () => {
 
     test('types are strict: a string priority, a numeric name, a string target are 400s', async () => {
       expectTypeError(
-        await t.call('create_group', { target_group: { name: 'typed', priority: '10' } }),
+        await t().call('create_group', { target_group: { name: 'typed', priority: '10' } }),
         'target_group.priority',
       );
       expectTypeError(
-        await t.call('create_group', { target_group: { name: 12, priority: 10 } }),
+        await t().call('create_group', { target_group: { name: 12, priority: 10 } }),
         'target_group.name',
       );
       expectTypeError(
-        await t.call('create_group', { target_group: { name: 'typed', priority: 10, description: 5 } }),
+        await t().call('create_group', { target_group: { name: 'typed', priority: 10, description: 5 } }),
         'target_group.description',
       );
-      expectTypeError(await t.call('create_group', { target_group: 'typed' }), 'target_group');
+      expectTypeError(await t().call('create_group', { target_group: 'typed' }), 'target_group');
       expect((await listGroups()).some((g) => g.name === 'typed')).toBe(false);
     });
 
     test('names are unique as written (trimmed, case-sensitive): Group (<name>) already exists', async () => {
       await createGroup('Teachers', 30);
       expectError(
-        await t.call('create_group', { target_group: { name: 'Teachers', priority: 40 } }),
+        await t().call('create_group', { target_group: { name: 'Teachers', priority: 40 } }),
         'Group (Teachers) already exists',
       );
       expectError(
-        await t.call('create_group', { target_group: { name: '  Teachers ', priority: 40 } }),
+        await t().call('create_group', { target_group: { name: '  Teachers ', priority: 40 } }),
         'Group (Teachers) already exists',
       );
       expectError(
-        await t.call('create_group', { target_group: { name: 'All Users', priority: 40 } }),
+        await t().call('create_group', { target_group: { name: 'All Users', priority: 40 } }),
         'Group (All Users) already exists',
       );
       expect((await createGroup('teachers', 30)).name).toBe('teachers');
@@ -249,7 +242,7 @@ describe('groups and memberships', () => {
 
     test('unknown fields are ignored', async () => {
       const body = ok(
-        await t.call('create_group', {
+        await t().call('create_group', {
           target_group: { name: 'extra fields', priority: 5, group_metadata: { x: 1 }, is_system: true },
           other: 1,
         }),
@@ -262,7 +255,7 @@ describe('groups and memberships', () => {
     test('changes name, priority and description; absent and null fields stay unchanged', async () => {
       const g = await createGroup('to-update', 300, 'before');
       const renamed = ok(
-        await t.call('update_group', {
+        await t().call('update_group', {
           target_group: { group_id: g.group_id, name: '  updated  ', priority: 301 },
         }),
       );
@@ -270,16 +263,16 @@ describe('groups and memberships', () => {
       expect(renamed.group).toEqual({ ...g, name: 'updated', priority: 301, description: 'before' });
 
       const nulls = ok(
-        await t.call('update_group', {
+        await t().call('update_group', {
           target_group: { group_id: g.group_id, name: null, priority: null, description: null },
         }),
       );
       expect(nulls.group).toEqual(renamed.group);
-      const nothing = ok(await t.call('update_group', { target_group: { group_id: g.group_id } }));
+      const nothing = ok(await t().call('update_group', { target_group: { group_id: g.group_id } }));
       expect(nothing.group).toEqual(renamed.group);
 
       const described = ok(
-        await t.call('update_group', {
+        await t().call('update_group', {
           target_group: { group_id: dashed(g.group_id), description: 'after' },
         }),
       );
@@ -288,7 +281,7 @@ describe('groups and memberships', () => {
 
       // its own name is not a conflict
       expect(
-        ok(await t.call('update_group', { target_group: { group_id: g.group_id, name: 'updated' } })).group
+        ok(await t().call('update_group', { target_group: { group_id: g.group_id, name: 'updated' } })).group
           .name,
       ).toBe('updated');
     });
@@ -300,31 +293,31 @@ describe('groups and memberships', () => {
         { target_group: {} },
         { target_group: { group_id: null, name: 'x' } },
       ]) {
-        expectError(await t.call('update_group', body), MISSING);
+        expectError(await t().call('update_group', body), MISSING);
       }
       expectError(
-        await t.call('update_group', { target_group: { group_id: 'not-an-id', name: 'x' } }),
+        await t().call('update_group', { target_group: { group_id: 'not-an-id', name: 'x' } }),
         'Invalid Group ID (not-an-id)',
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: '', name: 'x' } }),
+        await t().call('update_group', { target_group: { group_id: '', name: 'x' } }),
         'Invalid Group ID ()',
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: UNKNOWN, name: 'x' } }),
+        await t().call('update_group', { target_group: { group_id: UNKNOWN, name: 'x' } }),
         `Invalid Group ID (${UNKNOWN})`,
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: upperDashed(UNKNOWN) } }),
+        await t().call('update_group', { target_group: { group_id: upperDashed(UNKNOWN) } }),
         `Invalid Group ID (${upperDashed(UNKNOWN)})`,
       );
       // the id is checked first
       expectError(
-        await t.call('update_group', { target_group: { group_id: UNKNOWN, priority: 0 } }),
+        await t().call('update_group', { target_group: { group_id: UNKNOWN, priority: 0 } }),
         `Invalid Group ID (${UNKNOWN})`,
       );
       expectTypeError(
-        await t.call('update_group', { target_group: { group_id: 42 } }),
+        await t().call('update_group', { target_group: { group_id: 42 } }),
         'target_group.group_id',
       );
     });
@@ -333,27 +326,27 @@ describe('groups and memberships', () => {
       const g = await createGroup('update-errors', 200);
       await createGroup('update-taken', 200);
       expectError(
-        await t.call('update_group', { target_group: { group_id: g.group_id, priority: 4096 } }),
+        await t().call('update_group', { target_group: { group_id: g.group_id, priority: 4096 } }),
         'Invalid priority value (4096)',
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: g.group_id, priority: 2.25 } }),
+        await t().call('update_group', { target_group: { group_id: g.group_id, priority: 2.25 } }),
         'Invalid priority value (2.25)',
       );
       expectTypeError(
-        await t.call('update_group', { target_group: { group_id: g.group_id, priority: '5' } }),
+        await t().call('update_group', { target_group: { group_id: g.group_id, priority: '5' } }),
         'target_group.priority',
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: g.group_id, name: '  ' } }),
+        await t().call('update_group', { target_group: { group_id: g.group_id, name: '  ' } }),
         MISSING,
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: g.group_id, name: ' update-taken ' } }),
+        await t().call('update_group', { target_group: { group_id: g.group_id, name: ' update-taken ' } }),
         'Group (update-taken) already exists',
       );
       expectError(
-        await t.call('update_group', { target_group: { group_id: g.group_id, name: 'All Users' } }),
+        await t().call('update_group', { target_group: { group_id: g.group_id, name: 'All Users' } }),
         'Group (All Users) already exists',
       );
       // nothing changed
@@ -363,11 +356,11 @@ describe('groups and memberships', () => {
     test('the system group keeps its id and is_system when its description changes', async () => {
       const before = (await listGroups()).find((g) => g.group_id === ALL_USERS)!;
       const changed = ok(
-        await t.call('update_group', { target_group: { group_id: ALL_USERS, description: 'Everyone' } }),
+        await t().call('update_group', { target_group: { group_id: ALL_USERS, description: 'Everyone' } }),
       );
       expect(changed.group).toEqual({ ...before, description: 'Everyone' });
       ok(
-        await t.call('update_group', {
+        await t().call('update_group', {
           target_group: { group_id: ALL_USERS, description: before.description },
         }),
       );
@@ -379,8 +372,8 @@ describe('groups and memberships', () => {
       const g = await createGroup('to-delete', 500);
       const u = await createUser();
       ok(await add(u, g.group_id));
-      const image = await t.database.db
-        .insertInto('images')
+      const image = await t()
+        .database.db.insertInto('images')
         .values({
           name: 'kasmweb/test:1.0',
           friendly_name: 'Test',
@@ -395,73 +388,62 @@ describe('groups and memberships', () => {
         })
         .returning('id')
         .executeTakeFirstOrThrow();
-      await t.database.db
-        .insertInto('group_images')
+      await t()
+        .database.db.insertInto('group_images')
         .values({ group_id: dashed(g.group_id), image_id: image.id })
         .execute();
 
-      const r = await t.call('delete_group', { target_group: { group_id: g.group_id } });
+      const r = await t().call('delete_group', { target_group: { group_id: g.group_id } });
       expect({ status: r.statusCode, body: r.json() }).toEqual({ status: 200, body: {} });
       expect((await listGroups()).some((x) => x.group_id === g.group_id)).toBe(false);
       expect(await groupsOf(u)).toEqual([ALL_USERS]);
       expect(
-        await t.database.db
-          .selectFrom('group_images')
+        await t()
+          .database.db.selectFrom('group_images')
           .select('image_id')
           .where('group_id', '=', dashed(g.group_id))
           .execute(),
       ).toEqual([]);
       // the image and the user themselves stay
       expect(
-        await t.database.db.selectFrom('images').select('id').where('id', '=', image.id).execute(),
+        await t().database.db.selectFrom('images').select('id').where('id', '=', image.id).execute(),
       ).toHaveLength(1);
       expect(
-        await t.database.db.selectFrom('users').select('id').where('id', '=', dashed(u)).execute(),
+        await t().database.db.selectFrom('users').select('id').where('id', '=', dashed(u)).execute(),
       ).toHaveLength(1);
 
       expectError(
-        await t.call('delete_group', { target_group: { group_id: g.group_id } }),
+        await t().call('delete_group', { target_group: { group_id: g.group_id } }),
         `Invalid Group ID (${g.group_id})`,
       );
     });
 
     test('accepts a dashed id', async () => {
       const g = await createGroup('delete-dashed', 500);
-      ok(await t.call('delete_group', { target_group: { group_id: upperDashed(g.group_id) } }));
+      ok(await t().call('delete_group', { target_group: { group_id: upperDashed(g.group_id) } }));
       expect((await listGroups()).some((x) => x.group_id === g.group_id)).toBe(false);
     });
 
     test('All Users cannot be deleted', async () => {
       expectError(
-        await t.call('delete_group', { target_group: { group_id: ALL_USERS } }),
+        await t().call('delete_group', { target_group: { group_id: ALL_USERS } }),
         'Cannot delete a system group',
       );
       expectError(
-        await t.call('delete_group', { target_group: { group_id: dashed(ALL_USERS) } }),
+        await t().call('delete_group', { target_group: { group_id: dashed(ALL_USERS) } }),
         'Cannot delete a system group',
       );
       expect((await listGroups()).find((g) => g.group_id === ALL_USERS)?.is_system).toBe(true);
     });
 
     test('missing, malformed and unknown ids', async () => {
-      for (const body of [
-        {},
-        { target_group: null },
-        { target_group: {} },
-        { target_group: { group_id: null } },
-      ]) {
-        expectError(await t.call('delete_group', body), MISSING);
-      }
-      expectError(
-        await t.call('delete_group', { target_group: { group_id: 'zzz' } }),
-        'Invalid Group ID (zzz)',
-      );
-      expectError(
-        await t.call('delete_group', { target_group: { group_id: UNKNOWN } }),
-        `Invalid Group ID (${UNKNOWN})`,
-      );
+      for (const body of NO_GROUP_ID) expectError(await t().call('delete_group', body), MISSING);
+      await expectErrors('delete_group', [
+        [{ target_group: { group_id: 'zzz' } }, 'Invalid Group ID (zzz)'],
+        [{ target_group: { group_id: UNKNOWN } }, `Invalid Group ID (${UNKNOWN})`],
+      ]);
       expectTypeError(
-        await t.call('delete_group', { target_group: { group_id: 7 } }),
+        await t().call('delete_group', { target_group: { group_id: 7 } }),
         'target_group.group_id',
       );
     });
@@ -474,7 +456,7 @@ describe('groups and memberships', () => {
       const r = await add(u, g.group_id);
       expect({ status: r.statusCode, body: r.json() }).toEqual({ status: 200, body: {} });
       expect(await groupsOf(u)).toEqual([ALL_USERS, g.group_id].sort());
-      const listed = ok(await t.call('get_users_group', { target_group: { group_id: g.group_id } }));
+      const listed = ok(await t().call('get_users_group', { target_group: { group_id: g.group_id } }));
       expect(listed.users.map((x: { user_id: string }) => x.user_id)).toEqual([u]);
 
       expectError(await add(u, g.group_id), `User (${u}) is already a member of group (${g.group_id})`);
@@ -505,7 +487,7 @@ describe('groups and memberships', () => {
         const g = await createGroup(`ids-${op}`, 60);
         const u = await createUser();
         const call = (user_id: unknown, group_id: unknown) =>
-          t.call(op, { target_user: { user_id }, target_group: { group_id } });
+          t().call(op, { target_user: { user_id }, target_group: { group_id } });
         for (const body of [
           {},
           { target_user: { user_id: u } },
@@ -514,7 +496,7 @@ describe('groups and memberships', () => {
           { target_user: { user_id: u }, target_group: {} },
           { target_user: { user_id: null }, target_group: { group_id: g.group_id } },
         ]) {
-          expectError(await t.call(op, body), MISSING);
+          expectError(await t().call(op, body), MISSING);
         }
         expectError(await call('abc', g.group_id), 'Invalid User ID (abc)');
         expectError(await call(UNKNOWN, g.group_id), `Invalid User ID (${UNKNOWN})`);
@@ -582,7 +564,7 @@ describe('groups and memberships', () => {
         { target_user: { user_id: u }, old_group: {}, new_group: ref },
         { target_user: { user_id: u }, old_group: ref, new_group: { group_id: null, name: null } },
       ]) {
-        expectError(await t.call('change_user_group', body), MISSING);
+        expectError(await t().call('change_user_group', body), MISSING);
       }
     });
 
@@ -674,7 +656,7 @@ describe('groups and memberships', () => {
         .map((x) => x.id);
     const page = async (extra: Record<string, unknown>) => {
       const body = ok(
-        await t.call('get_users_group', { target_group: { group_id: group.group_id }, ...extra }),
+        await t().call('get_users_group', { target_group: { group_id: group.group_id }, ...extra }),
       );
       expect(Object.keys(body).sort()).toEqual(['total', 'users']);
       return {
@@ -712,7 +694,7 @@ describe('groups and memberships', () => {
 
     test('out-of-range paging: page and page_size must be positive; wrong types are 400s', async () => {
       const call = (extra: Record<string, unknown>) =>
-        t.call('get_users_group', { target_group: { group_id: group.group_id }, ...extra });
+        t().call('get_users_group', { target_group: { group_id: group.group_id }, ...extra });
       for (const extra of [
         { page: 0 },
         { page: -1 },
@@ -729,36 +711,22 @@ describe('groups and memberships', () => {
     test('an empty group; missing, malformed and unknown ids', async () => {
       const empty = await createGroup('empty', 81);
       const body = ok(
-        await t.call('get_users_group', { target_group: { group_id: dashed(empty.group_id) } }),
+        await t().call('get_users_group', { target_group: { group_id: dashed(empty.group_id) } }),
       );
       expect(body).toEqual({ users: [], total: 0 });
-      for (const b of [
-        {},
-        { target_group: null },
-        { target_group: {} },
-        { target_group: { group_id: null } },
-      ]) {
-        expectError(await t.call('get_users_group', b), MISSING);
-      }
-      expectError(
-        await t.call('get_users_group', { target_group: { group_id: 'g1' } }),
-        'Invalid Group ID (g1)',
-      );
-      expectError(
-        await t.call('get_users_group', { target_group: { group_id: UNKNOWN } }),
-        `Invalid Group ID (${UNKNOWN})`,
-      );
-      // the group is checked before the paging
-      expectError(
-        await t.call('get_users_group', { target_group: { group_id: UNKNOWN }, page: 0 }),
-        `Invalid Group ID (${UNKNOWN})`,
-      );
+      for (const b of NO_GROUP_ID) expectError(await t().call('get_users_group', b), MISSING);
+      await expectErrors('get_users_group', [
+        [{ target_group: { group_id: 'g1' } }, 'Invalid Group ID (g1)'],
+        [{ target_group: { group_id: UNKNOWN } }, `Invalid Group ID (${UNKNOWN})`],
+        // the group is checked before the paging
+        [{ target_group: { group_id: UNKNOWN }, page: 0 }, `Invalid Group ID (${UNKNOWN})`],
+      ]);
     });
 
     test('All Users lists every user', async () => {
-      const body = ok(await t.call('get_users_group', { target_group: { group_id: ALL_USERS } }));
-      const count = await t.database.db
-        .selectFrom('user_groups')
+      const body = ok(await t().call('get_users_group', { target_group: { group_id: ALL_USERS } }));
+      const count = await t()
+        .database.db.selectFrom('user_groups')
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .where('group_id', '=', ALL_USERS_GROUP_ID)
         .executeTakeFirstOrThrow();
@@ -769,12 +737,20 @@ describe('groups and memberships', () => {
 
   describe('concurrency', () => {
     const statuses = (responses: LightMyRequestResponse[]) => responses.map((r) => r.statusCode);
+    /** `n` calls at once: `call(0)` to `call(n - 1)`. */
+    const racing = (n: number, call: (i: number) => Promise<LightMyRequestResponse>) =>
+      Promise.all(Array.from({ length: n }, (_, i) => call(i)));
+    /** 20 opposite moves of `user` between `a` and `b` at once. */
+    const swinging = (user: string, a: GroupJson, b: GroupJson) =>
+      racing(20, (i) =>
+        i % 2
+          ? move(user, { group_id: b.group_id }, { group_id: a.group_id })
+          : move(user, { group_id: a.group_id }, { group_id: b.group_id }),
+      );
 
     test('20 parallel create_group with one name: exactly one 200, the others Group (<name>) already exists', async () => {
-      const responses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          t.call('create_group', { target_group: { name: 'Raced', priority: 10 + i } }),
-        ),
+      const responses = await racing(20, (i) =>
+        t().call('create_group', { target_group: { name: 'Raced', priority: 10 + i } }),
       );
       expect(statuses(responses).filter((s) => s === 200)).toHaveLength(1);
       for (const r of responses.filter((x) => x.statusCode !== 200))
@@ -785,12 +761,12 @@ describe('groups and memberships', () => {
     test('20 parallel add_user_group of one pair: one 200, the others already a member, one row', async () => {
       const g = await createGroup('raced-members', 90);
       const u = await createUser();
-      const responses = await Promise.all(Array.from({ length: 20 }, () => add(u, g.group_id)));
+      const responses = await racing(20, () => add(u, g.group_id));
       expect(statuses(responses).filter((s) => s === 200)).toHaveLength(1);
       for (const r of responses.filter((x) => x.statusCode !== 200))
         expectError(r, `User (${u}) is already a member of group (${g.group_id})`);
-      const rows = await t.database.db
-        .selectFrom('user_groups')
+      const rows = await t()
+        .database.db.selectFrom('user_groups')
         .selectAll()
         .where('user_id', '=', dashed(u))
         .where('group_id', '=', dashed(g.group_id))
@@ -801,10 +777,9 @@ describe('groups and memberships', () => {
     test('10 parallel identical change_user_group: one 200, the others not/already a member; the user is in the new group once', async () => {
       const from = await createGroup('raced-from', 91);
       const to = await createGroup('raced-to', 92);
-      const u = await createUser();
-      ok(await add(u, from.group_id));
-      const responses = await Promise.all(
-        Array.from({ length: 10 }, () => move(u, { group_id: from.group_id }, { group_id: to.group_id })),
+      const u = await memberOf(from);
+      const responses = await racing(10, () =>
+        move(u, { group_id: from.group_id }, { group_id: to.group_id }),
       );
       expect(statuses(responses).filter((s) => s === 200)).toHaveLength(1);
       const allowed = [
@@ -815,8 +790,8 @@ describe('groups and memberships', () => {
         expect(r.statusCode).toBe(400);
         expect(allowed).toContain(r.json().error_message);
       }
-      const rows = await t.database.db
-        .selectFrom('user_groups')
+      const rows = await t()
+        .database.db.selectFrom('user_groups')
         .select('group_id')
         .where('user_id', '=', dashed(u))
         .execute();
@@ -826,15 +801,8 @@ describe('groups and memberships', () => {
     test('opposite moves racing never deadlock (no 500) and leave the user in exactly one of the two groups', async () => {
       const a = await createGroup('swing-a', 93);
       const b = await createGroup('swing-b', 94);
-      const u = await createUser();
-      ok(await add(u, a.group_id));
-      const responses = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          i % 2
-            ? move(u, { group_id: b.group_id }, { group_id: a.group_id })
-            : move(u, { group_id: a.group_id }, { group_id: b.group_id }),
-        ),
-      );
+      const u = await memberOf(a);
+      const responses = await swinging(u, a, b);
       expect(statuses(responses).every((s) => s === 200 || s === 400)).toBe(true);
       expect(statuses(responses)).toContain(200);
       const groups = await groupsOf(u);
@@ -843,16 +811,8 @@ describe('groups and memberships', () => {
       expect([a.group_id, b.group_id]).toContain(groups.find((g) => g !== ALL_USERS));
 
       // A member of both: every opposite move is refused (each would otherwise wait on the other's rows).
-      const v = await createUser();
-      ok(await add(v, a.group_id));
-      ok(await add(v, b.group_id));
-      const refused = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          i % 2
-            ? move(v, { group_id: b.group_id }, { group_id: a.group_id })
-            : move(v, { group_id: a.group_id }, { group_id: b.group_id }),
-        ),
-      );
+      const v = await memberOf(a, b);
+      const refused = await swinging(v, a, b);
       for (const [i, r] of refused.entries())
         expectError(r, `User (${v}) is already a member of group (${i % 2 ? a.group_id : b.group_id})`);
       expect(await groupsOf(v)).toEqual([ALL_USERS, a.group_id, b.group_id].sort());

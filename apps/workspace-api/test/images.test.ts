@@ -3,41 +3,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registryCommand } from '../src/images/cli';
 import { toKasmId } from '../src/kasm/wire';
-import { buildTestApp, type TestApp } from './support/app';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { buildTestApp } from './support/app';
+import { dashed, HEX32, KASM_DATE, UNKNOWN } from './support/kasm';
+import { OPERATIONS_BY_TAG } from './support/operations';
+import { registryDocument, workspaceEntry as entry } from './support/registry';
 
-const UNKNOWN = '0123456789abcdef0123456789abcdef';
-const KASM_ID = /^[0-9a-f]{32}$/;
-const KASM_DATE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/;
-
-let serial = 0;
-/** A valid schema-1.0 entry with a name no other test uses. */
-const entry = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
-  friendly_name: 'Chrome',
-  name: `kasmweb/test-${++serial}:1.16.0`,
-  description: 'Chrome is a cross-platform web browser developed by Google.',
-  image_src: 'chrome.png',
-  architecture: ['amd64', 'arm64'],
-  compatibility: ['1.15.x', '1.16.x'],
-  uncompressed_size_mb: 2390,
-  ...overrides,
-});
-
-const dashed = (hex: string) =>
-  `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+const MISSING = 'Invalid Request: Missing required parameters';
 
 describe('workspaces (images) and group allow-lists', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await buildTestApp();
-  }, 60_000);
-  afterAll(() => t?.close());
+  const t = openForTheseTests(() => buildTestApp(), 60_000);
 
   const error = async (op: string, body: Record<string, unknown>) => {
-    const r = await t.call(op, body);
+    const r = await t().call(op, body);
     return { status: r.statusCode, message: r.json().error_message as string };
   };
+  /** Each body answered by `op` with a 400 and its message, one after the other. */
+  const refusals = async (op: string, cases: [Record<string, unknown>, string][]) => {
+    for (const [body, message] of cases) expect(await error(op, body)).toEqual({ status: 400, message });
+  };
   const ok = async (op: string, body: Record<string, unknown> = {}) => {
-    const r = await t.call(op, body);
+    const r = await t().call(op, body);
     expect({ op, status: r.statusCode, body: r.json() }).toMatchObject({ op, status: 200 });
     return r.json();
   };
@@ -48,16 +34,16 @@ describe('workspaces (images) and group allow-lists', () => {
 
   /** Groups and users are created directly in the database: their operations belong to other features. */
   const createGroup = async (name: string) => {
-    const row = await t.database.db
-      .insertInto('groups')
+    const row = await t()
+      .database.db.insertInto('groups')
       .values({ name, priority: 100, description: null })
       .returning('id')
       .executeTakeFirstOrThrow();
     return toKasmId(row.id);
   };
   const createUser = async (username: string, groupIds: string[]) => {
-    const row = await t.database.db
-      .insertInto('users')
+    const row = await t()
+      .database.db.insertInto('users')
       .values({
         username,
         password_hash: null,
@@ -71,8 +57,8 @@ describe('workspaces (images) and group allow-lists', () => {
       .returning('id')
       .executeTakeFirstOrThrow();
     if (groupIds.length)
-      await t.database.db
-        .insertInto('user_groups')
+      await t()
+        .database.db.insertInto('user_groups')
         .values(groupIds.map((g) => ({ user_id: row.id, group_id: dashed(g) })))
         .execute();
     return toKasmId(row.id);
@@ -225,7 +211,7 @@ describe('workspaces (images) and group allow-lists', () => {
       const { sha: _sha, require_gpu: _gpu, image_type: _type, cpu_allocation_method: _cpu, ...known } = full;
       expect(image).toEqual({
         ...known,
-        image_id: expect.stringMatching(KASM_ID),
+        image_id: expect.stringMatching(HEX32),
         enabled: true,
         created: expect.stringMatching(KASM_DATE),
       });
@@ -276,7 +262,7 @@ describe('workspaces (images) and group allow-lists', () => {
     test('ten concurrent installs of one name: one 200, nine `already exists`, never a 500', async () => {
       const workspace = entry();
       const responses = await Promise.all(
-        Array.from({ length: 10 }, () => t.call('install_workspace', { workspace })),
+        Array.from({ length: 10 }, () => t().call('install_workspace', { workspace })),
       );
       const statuses = responses.map((r) => r.statusCode).sort();
       expect(statuses).toEqual([200, ...Array(9).fill(400)]);
@@ -301,18 +287,13 @@ describe('workspaces (images) and group allow-lists', () => {
     });
 
     test('delete_image errors: missing id, malformed id, unknown id', async () => {
-      const missing = { status: 400, message: 'Invalid Request: Missing required parameters' };
-      expect(await error('delete_image', {})).toEqual(missing);
-      expect(await error('delete_image', { target_image: {} })).toEqual(missing);
-      expect(await error('delete_image', { target_image: { image_id: null } })).toEqual(missing);
-      expect(await error('delete_image', { target_image: { image_id: 'not-an-id' } })).toEqual({
-        status: 400,
-        message: 'Invalid Image ID (not-an-id)',
-      });
-      expect(await error('delete_image', { target_image: { image_id: UNKNOWN } })).toEqual({
-        status: 400,
-        message: `Invalid Image ID (${UNKNOWN})`,
-      });
+      await refusals('delete_image', [
+        [{}, MISSING],
+        [{ target_image: {} }, MISSING],
+        [{ target_image: { image_id: null } }, MISSING],
+        [{ target_image: { image_id: 'not-an-id' } }, 'Invalid Image ID (not-an-id)'],
+        [{ target_image: { image_id: UNKNOWN } }, `Invalid Image ID (${UNKNOWN})`],
+      ]);
     });
 
     test('types are strict: an id or target of the wrong type is a 400, not coerced', async () => {
@@ -357,20 +338,18 @@ describe('workspaces (images) and group allow-lists', () => {
           target_group: { group_id: group },
           target_image: { image_id: image.image_id },
         });
-      expect(
-        await ok('remove_images_group', {
-          target_group: { group_id: group },
-          target_image: { image_id: removed.image_id },
-        }),
-      ).toEqual({});
-      expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [kept] });
-      expect(
-        await ok('remove_images_group', {
-          target_group: { group_id: group },
-          target_image: { image_id: removed.image_id },
-        }),
-      ).toEqual({});
-      expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({ images: [kept] });
+      // allowed, then no longer allowed: both answer {}
+      for (let round = 0; round < 2; round++) {
+        expect(
+          await ok('remove_images_group', {
+            target_group: { group_id: group },
+            target_image: { image_id: removed.image_id },
+          }),
+        ).toEqual({});
+        expect(await ok('get_images_group', { target_group: { group_id: group } })).toEqual({
+          images: [kept],
+        });
+      }
     });
 
     test.each(['add_images_group', 'remove_images_group'])(
@@ -410,18 +389,11 @@ describe('workspaces (images) and group allow-lists', () => {
     );
 
     test('get_images_group errors: missing id, malformed and unknown ids as given', async () => {
-      expect(await error('get_images_group', {})).toEqual({
-        status: 400,
-        message: 'Invalid Request: Missing required parameters',
-      });
-      expect(await error('get_images_group', { target_group: { group_id: 'abc' } })).toEqual({
-        status: 400,
-        message: 'Invalid Group ID (abc)',
-      });
-      expect(await error('get_images_group', { target_group: { group_id: dashed(UNKNOWN) } })).toEqual({
-        status: 400,
-        message: `Invalid Group ID (${dashed(UNKNOWN)})`,
-      });
+      await refusals('get_images_group', [
+        [{}, MISSING],
+        [{ target_group: { group_id: 'abc' } }, 'Invalid Group ID (abc)'],
+        [{ target_group: { group_id: dashed(UNKNOWN) } }, `Invalid Group ID (${dashed(UNKNOWN)})`],
+      ]);
     });
 
     test('get_user_images is the union of the user\u2019s groups\u2019 images, each once', async () => {
@@ -457,18 +429,11 @@ describe('workspaces (images) and group allow-lists', () => {
     });
 
     test('get_user_images errors: missing id, malformed and unknown users', async () => {
-      expect(await error('get_user_images', {})).toEqual({
-        status: 400,
-        message: 'Invalid Request: Missing required parameters',
-      });
-      expect(await error('get_user_images', { target_user: { user_id: 'bob' } })).toEqual({
-        status: 400,
-        message: 'Unknown User',
-      });
-      expect(await error('get_user_images', { target_user: { user_id: UNKNOWN } })).toEqual({
-        status: 400,
-        message: 'Unknown User',
-      });
+      await refusals('get_user_images', [
+        [{}, MISSING],
+        [{ target_user: { user_id: 'bob' } }, 'Unknown User'],
+        [{ target_user: { user_id: UNKNOWN } }, 'Unknown User'],
+      ]);
     });
 
     test('deleting an image removes it from every group and from its users\u2019 lists', async () => {
@@ -489,8 +454,8 @@ describe('workspaces (images) and group allow-lists', () => {
           images: [kept],
         });
       expect(await ok('get_user_images', { target_user: { user_id: user } })).toEqual({ images: [kept] });
-      const rows = await t.database.db
-        .selectFrom('group_images')
+      const rows = await t()
+        .database.db.selectFrom('group_images')
         .select('group_id')
         .where('image_id', '=', dashed(doomed.image_id))
         .execute();
@@ -509,17 +474,10 @@ describe('workspaces (images) and group allow-lists', () => {
       const path = join(dir, name);
       writeFileSync(path, content);
       const lines: string[] = [];
-      const code = await registryCommand(t.database.db, 'import', [path], (line) => lines.push(line));
+      const code = await registryCommand(t().database.db, 'import', [path], (line) => lines.push(line));
       return { code, lines, path };
     };
-    const document = (workspaces: unknown) =>
-      JSON.stringify({
-        name: 'Mixed',
-        description: 'Test registry',
-        icon: 'icon.png',
-        list_url: 'https://example.org/registry/',
-        workspaces,
-      });
+    const document = (workspaces: unknown) => JSON.stringify(registryDocument(workspaces));
 
     test('installs valid entries, skips installed names (also repeated ones), rejects invalid entries naming the field', async () => {
       const existing = await install();
@@ -551,7 +509,7 @@ describe('workspaces (images) and group allow-lists', () => {
 
     test('an unreadable file, bad JSON or a document of the wrong shape is an error naming the file', async () => {
       const missing = join(dir, 'missing.json');
-      await expect(registryCommand(t.database.db, 'import', [missing], () => undefined)).rejects.toThrow(
+      await expect(registryCommand(t().database.db, 'import', [missing], () => undefined)).rejects.toThrow(
         `cannot read ${missing}`,
       );
       await expect(importFile('bad.json', '{"name": ')).rejects.toThrow(/bad\.json is not valid JSON/);
@@ -564,23 +522,15 @@ describe('workspaces (images) and group allow-lists', () => {
           JSON.stringify({ name: 'x', description: 'y', icon: 'z', list_url: 'registry', workspaces: [] }),
         ),
       ).rejects.toThrow(/: list_url must be an http\(s\) URL$/);
-      await expect(registryCommand(t.database.db, 'export', ['x'], () => undefined)).rejects.toThrow(
+      await expect(registryCommand(t().database.db, 'export', ['x'], () => undefined)).rejects.toThrow(
         /usage:\n {2}registry import LIST_JSON/,
       );
     });
   });
 
   test('the documentation describes every images operation with the Image schema', async () => {
-    const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
-    for (const op of [
-      'install_workspace',
-      'get_images',
-      'delete_image',
-      'add_images_group',
-      'remove_images_group',
-      'get_images_group',
-      'get_user_images',
-    ]) {
+    const doc = (await t().app.inject({ method: 'GET', url: '/docs/json' })).json();
+    for (const op of OPERATIONS_BY_TAG.images) {
       expect(doc.paths[`/api/public/${op}`]?.post?.tags).toEqual(['images']);
     }
     const image =

@@ -1,16 +1,9 @@
 import { checkRegistryDocument, checkWorkspaceEntry } from '../src/images/registry';
+import { registryDocument, workspaceEntry } from './support/registry';
 
 /** The registry schemas' own rules, without a database (the operations are tested in images.test.ts). */
 describe('registry entry and document checks', () => {
-  const entry = {
-    friendly_name: 'Chrome',
-    name: 'kasmweb/chrome:1.16.0',
-    description: 'A browser',
-    image_src: 'chrome.png',
-    architecture: ['amd64'],
-    compatibility: ['1.16.x'],
-    uncompressed_size_mb: 2390,
-  };
+  const entry = workspaceEntry();
 
   test('problems follow the contract\u2019s field order, missing fields included', () => {
     const { description: _dropped, ...withoutDescription } = entry;
@@ -53,13 +46,7 @@ describe('registry entry and document checks', () => {
   });
 
   test('a document keeps only its known fields', () => {
-    const document = {
-      name: 'Store',
-      description: '',
-      icon: 'i.png',
-      list_url: 'http://example.org/',
-      workspaces: [],
-    };
+    const document = registryDocument([], { description: '', list_url: 'http://example.org/' });
     expect(checkRegistryDocument({ ...document, extra: true })).toEqual({ ok: true, value: document });
     expect(checkRegistryDocument({ ...document, name: ' ', list_url: 'http://' })).toEqual({
       ok: false,

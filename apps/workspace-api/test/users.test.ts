@@ -1,29 +1,34 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { verify } from 'argon2';
 import { parseId } from '../src/kasm/wire';
-import { buildTestApp, type TestApp } from './support/app';
+import { openForTheseTests } from '@platform/http-kit/testing';
+import { buildTestApp } from './support/app';
+import { dashed, HEX32, KASM_DATE, UNKNOWN, USER_KEYS } from './support/kasm';
 
-const HEX32 = /^[0-9a-f]{32}$/;
-const KASM_DATE = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/;
 const ALL_USERS = { name: 'All Users', group_id: '68d557ac4cac42cca9f31c7c853de0f3' };
-const USER_KEYS = [
-  'created',
-  'disabled',
-  'first_name',
-  'groups',
-  'last_name',
-  'last_session',
-  'locked',
-  'notes',
-  'organization',
-  'phone',
-  'realm',
-  'user_id',
-  'username',
-];
-const UNKNOWN = '0123456789abcdef0123456789abcdef';
 const MALFORMED = ['nope', '123', 'g'.repeat(32), `${UNKNOWN}0`, '0123-4567', `${UNKNOWN.slice(0, 31)}z`];
 const GOOD_PASSWORD = 'Secret-123';
+/** The optional fields of a user created without them. */
+const DEFAULTS = {
+  first_name: null,
+  last_name: null,
+  organization: null,
+  phone: null,
+  notes: null,
+  locked: false,
+  disabled: false,
+};
+/** Every optional field of a user, null: "the default" on create, "leave unchanged" on update. */
+const NULLS = {
+  password: null,
+  first_name: null,
+  last_name: null,
+  organization: null,
+  phone: null,
+  notes: null,
+  locked: null,
+  disabled: null,
+};
 
 /** Each password rule with a password that breaks it (and only rules after it), in the contract's order. */
 const RULES: [string, string][] = [
@@ -64,12 +69,12 @@ type User = Record<string, unknown> & {
   groups: unknown[];
 };
 
-let t: TestApp;
+const t = openForTheseTests(() => buildTestApp(), 60_000);
 let seq = 0;
 const uniqueName = (prefix = 'user') => `${prefix}${++seq}_${Date.now().toString(36)}`;
 
 async function ok(op: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const r = await t.call(op, body);
+  const r = await t().call(op, body);
   expect({ status: r.statusCode, body: r.json() }).toEqual({ status: 200, body: expect.any(Object) });
   return r.json();
 }
@@ -87,7 +92,12 @@ async function expectError(
 }
 
 const refused = (op: string, body: Record<string, unknown>, status: number, message: string | RegExp) =>
-  expectError(t.call(op, body), status, message);
+  expectError(t().call(op, body), status, message);
+
+/** Each body refused by `op` with a 400 and its message, one after the other. */
+async function refusedEach(op: string, cases: [Record<string, unknown>, string][]) {
+  for (const [body, message] of cases) await refused(op, body, 400, message);
+}
 
 async function createUser(fields: Record<string, unknown> = {}): Promise<User> {
   return (await ok('create_user', { target_user: { username: uniqueName(), ...fields } })).user as User;
@@ -95,20 +105,38 @@ async function createUser(fields: Record<string, unknown> = {}): Promise<User> {
 
 const dbId = (userId: string) => parseId(userId)!;
 const userRow = (userId: string) =>
-  t.database.db.selectFrom('users').selectAll().where('id', '=', dbId(userId)).executeTakeFirst();
+  t().database.db.selectFrom('users').selectAll().where('id', '=', dbId(userId)).executeTakeFirst();
 const memberships = (userId: string) =>
-  t.database.db.selectFrom('user_groups').select('group_id').where('user_id', '=', dbId(userId)).execute();
+  t().database.db.selectFrom('user_groups').select('group_id').where('user_id', '=', dbId(userId)).execute();
 const countUsers = async () =>
   Number(
     (
-      await t.database.db
-        .selectFrom('users')
+      await t()
+        .database.db.selectFrom('users')
         .select((eb) => eb.fn.countAll<string>().as('n'))
         .executeTakeFirstOrThrow()
     ).n,
   );
-const dashed = (hex: string) =>
-  `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+/** `fields` as stored: each cut to 64 characters. */
+const cutTo64 = (fields: Record<string, string>) =>
+  Object.fromEntries(Object.entries(fields).map(([name, value]) => [name, value.slice(0, 64)]));
+
+/**
+ * The refusals of an operation on one user given with `fields`: no target or no user_id is
+ * `Invalid Request`, an unknown or malformed id `Unknown User`, and `wrongType` its type error.
+ */
+async function refusesBadTargets(
+  op: string,
+  fields: Record<string, unknown>,
+  [wrongFields, typeError]: [Record<string, unknown>, string],
+) {
+  for (const body of [{}, { target_user: null }, { target_user: fields }])
+    await refused(op, body, 400, 'Invalid Request');
+  for (const id of [UNKNOWN, ...MALFORMED])
+    await refused(op, { target_user: { user_id: id, ...fields } }, 400, 'Unknown User');
+  const user = await createUser();
+  await refused(op, { target_user: { user_id: user.user_id, ...wrongFields } }, 400, typeError);
+}
 
 function expectKasmUser(user: Record<string, unknown>) {
   expect(Object.keys(user).sort()).toEqual(USER_KEYS);
@@ -117,11 +145,6 @@ function expectKasmUser(user: Record<string, unknown>) {
   expect(user.realm).toBe('local');
   expect(JSON.stringify(user)).not.toMatch(/password|argon2|hash/i);
 }
-
-beforeAll(async () => {
-  t = await buildTestApp();
-}, 60_000);
-afterAll(() => t?.close());
 
 describe('create_user', () => {
   test('answers {user} with exactly Kasm’s keys, a 32-hex id, Kasm dates, realm local and All Users', async () => {
@@ -162,34 +185,9 @@ describe('create_user', () => {
 
   test('optional fields default to null and false; null means the default too', async () => {
     const plain = await createUser();
-    expect(plain).toMatchObject({
-      first_name: null,
-      last_name: null,
-      organization: null,
-      phone: null,
-      notes: null,
-      locked: false,
-      disabled: false,
-    });
-    const nulls = await createUser({
-      password: null,
-      first_name: null,
-      last_name: null,
-      organization: null,
-      phone: null,
-      notes: null,
-      locked: null,
-      disabled: null,
-    });
-    expect(nulls).toMatchObject({
-      first_name: null,
-      last_name: null,
-      organization: null,
-      phone: null,
-      notes: null,
-      locked: false,
-      disabled: false,
-    });
+    expect(plain).toMatchObject(DEFAULTS);
+    const nulls = await createUser(NULLS);
+    expect(nulls).toMatchObject(DEFAULTS);
     expect((await userRow(nulls.user_id))!.password_hash).toBeNull();
   });
 
@@ -212,33 +210,17 @@ describe('create_user', () => {
       );
     }
     expect(
-      await t.database.db.selectFrom('users').select('id').where('username', '=', name).execute(),
+      await t().database.db.selectFrom('users').select('id').where('username', '=', name).execute(),
     ).toHaveLength(1);
   });
 
   test('first_name, last_name, phone and organization are cut to 64 characters; notes are not', async () => {
     const long = (c: string) => c.repeat(100);
-    const user = await createUser({
-      first_name: long('f'),
-      last_name: long('l'),
-      phone: long('9'),
-      organization: long('o'),
-      notes: long('n'),
-    });
-    expect(user).toMatchObject({
-      first_name: 'f'.repeat(64),
-      last_name: 'l'.repeat(64),
-      phone: '9'.repeat(64),
-      organization: 'o'.repeat(64),
-      notes: 'n'.repeat(100),
-    });
+    const cut = { first_name: long('f'), last_name: long('l'), phone: long('9'), organization: long('o') };
+    const user = await createUser({ ...cut, notes: long('n') });
+    expect(user).toMatchObject({ ...cutTo64(cut), notes: 'n'.repeat(100) });
     const row = await userRow(user.user_id);
-    expect(row).toMatchObject({
-      first_name: 'f'.repeat(64),
-      last_name: 'l'.repeat(64),
-      phone: '9'.repeat(64),
-      organization: 'o'.repeat(64),
-    });
+    expect(row).toMatchObject(cutTo64(cut));
   });
 
   test('every new user joins All Users (one membership row)', async () => {
@@ -297,92 +279,53 @@ describe('create_user', () => {
 
   test('wrong types are a 400 naming the field (no coercion)', async () => {
     const before = await countUsers();
-    await refused(
-      'create_user',
-      { target_user: { username: 42 } },
-      400,
-      'target_user.username must be a string',
-    );
-    await refused(
-      'create_user',
-      { target_user: { username: uniqueName(), locked: 'yes' } },
-      400,
-      'target_user.locked must be a boolean',
-    );
-    await refused(
-      'create_user',
-      { target_user: { username: uniqueName(), disabled: 0 } },
-      400,
-      'target_user.disabled must be a boolean',
-    );
-    await refused(
-      'create_user',
-      { target_user: { username: uniqueName(), password: 12345678 } },
-      400,
-      'target_user.password must be a string',
-    );
-    await refused(
-      'create_user',
-      { target_user: { username: uniqueName(), first_name: ['a'] } },
-      400,
-      'target_user.first_name must be a string',
-    );
-    await refused('create_user', { target_user: 'bob' }, 400, 'target_user must be an object');
+    await refusedEach('create_user', [
+      [{ target_user: { username: 42 } }, 'target_user.username must be a string'],
+      [{ target_user: { username: uniqueName(), locked: 'yes' } }, 'target_user.locked must be a boolean'],
+      [{ target_user: { username: uniqueName(), disabled: 0 } }, 'target_user.disabled must be a boolean'],
+      [
+        { target_user: { username: uniqueName(), password: 12345678 } },
+        'target_user.password must be a string',
+      ],
+      [
+        { target_user: { username: uniqueName(), first_name: ['a'] } },
+        'target_user.first_name must be a string',
+      ],
+      [{ target_user: 'bob' }, 'target_user must be an object'],
+    ]);
     expect(await countUsers()).toBe(before);
   });
 });
 
 describe('text the database cannot store', () => {
   test('a NUL character in any text field is a 400 naming the field, never a 500', async () => {
+    const nul = (field: string) => `target_user.${field} must not contain NUL characters`;
     const before = await countUsers();
-    await refused(
-      'create_user',
-      { target_user: { username: 'nul\u0000name' } },
-      400,
-      'target_user.username must not contain NUL characters',
-    );
-    await refused(
-      'create_user',
-      { target_user: { username: uniqueName(), notes: 'a\u0000b' } },
-      400,
-      'target_user.notes must not contain NUL characters',
-    );
+    await refusedEach('create_user', [
+      [{ target_user: { username: 'nul\u0000name' } }, nul('username')],
+      [{ target_user: { username: uniqueName(), notes: 'a\u0000b' } }, nul('notes')],
+    ]);
     expect(await countUsers()).toBe(before);
     const user = await createUser();
-    await refused(
-      'update_user',
-      { target_user: { user_id: user.user_id, first_name: '\u0000' } },
-      400,
-      'target_user.first_name must not contain NUL characters',
-    );
-    await refused(
-      'update_user_name',
-      { target_user: { user_id: user.user_id, last_name: 'x\u0000' } },
-      400,
-      'target_user.last_name must not contain NUL characters',
-    );
-    await refused(
-      'get_user',
-      { target_user: { username: 'nul\u0000name' } },
-      400,
-      'target_user.username must not contain NUL characters',
-    );
+    await refusedEach('update_user', [
+      [{ target_user: { user_id: user.user_id, first_name: '\u0000' } }, nul('first_name')],
+    ]);
+    await refusedEach('update_user_name', [
+      [{ target_user: { user_id: user.user_id, last_name: 'x\u0000' } }, nul('last_name')],
+    ]);
+    await refusedEach('get_user', [[{ target_user: { username: 'nul\u0000name' } }, nul('username')]]);
     expect((await ok('get_user', { target_user: { user_id: user.user_id } })).user).toEqual(user);
   });
 });
 
 describe('create_user with ENFORCE_PASSWORD_RULES_ON_CREATE', () => {
-  let strict: TestApp;
-  beforeAll(async () => {
-    strict = await buildTestApp({ ENFORCE_PASSWORD_RULES_ON_CREATE: 'yes' });
-  }, 60_000);
-  afterAll(() => strict?.close());
+  const strict = openForTheseTests(() => buildTestApp({ ENFORCE_PASSWORD_RULES_ON_CREATE: 'yes' }), 60_000);
 
   test.each([...RULES, ...FIRST_RULE_WINS.filter(([p]) => p !== '')])(
     '%j → %s',
     async (password, message) => {
       await expectError(
-        strict.call('create_user', { target_user: { username: uniqueName('strict'), password } }),
+        strict().call('create_user', { target_user: { username: uniqueName('strict'), password } }),
         400,
         message,
       );
@@ -392,19 +335,19 @@ describe('create_user with ENFORCE_PASSWORD_RULES_ON_CREATE', () => {
   test('nothing is created for a refused password; a good one, or none, is accepted', async () => {
     const name = uniqueName('strict');
     await expectError(
-      strict.call('create_user', { target_user: { username: name, password: 'abc' } }),
+      strict().call('create_user', { target_user: { username: name, password: 'abc' } }),
       400,
       'Your password must contain at least one number.',
     );
     expect(
-      await strict.database.db.selectFrom('users').select('id').where('username', '=', name).execute(),
+      await strict().database.db.selectFrom('users').select('id').where('username', '=', name).execute(),
     ).toEqual([]);
     expect(
-      (await strict.call('create_user', { target_user: { username: name, password: GOOD_PASSWORD } }))
+      (await strict().call('create_user', { target_user: { username: name, password: GOOD_PASSWORD } }))
         .statusCode,
     ).toBe(200);
     expect(
-      (await strict.call('create_user', { target_user: { username: uniqueName('strict') } })).statusCode,
+      (await strict().call('create_user', { target_user: { username: uniqueName('strict') } })).statusCode,
     ).toBe(200);
   });
 });
@@ -477,8 +420,8 @@ describe('get_user', () => {
 describe('get_users', () => {
   beforeAll(async () => {
     // More than the default page size, some sharing one `created` (one statement) so ids break ties.
-    await t.database.db
-      .insertInto('users')
+    await t()
+      .database.db.insertInto('users')
       .values(
         Array.from({ length: 105 }, () => ({
           username: uniqueName('bulk'),
@@ -490,7 +433,7 @@ describe('get_users', () => {
   });
 
   test('without page: every user, ordered by created then user_id, with total; no password or hash anywhere', async () => {
-    const r = await t.call('get_users', {});
+    const r = await t().call('get_users', {});
     expect(r.statusCode).toBe(200);
     expect(r.body).not.toMatch(/password|argon2|hash/i);
     const body = r.json() as { users: User[]; total: number };
@@ -580,22 +523,7 @@ describe('get_users', () => {
 describe('update_user', () => {
   test('changes the given fields and answers the updated user', async () => {
     const user = await createUser({ first_name: 'A', notes: 'old' });
-    const body = await ok('update_user', {
-      target_user: {
-        user_id: user.user_id,
-        first_name: 'B',
-        last_name: 'C',
-        organization: 'O',
-        phone: 'P',
-        notes: 'new',
-        locked: true,
-        disabled: true,
-      },
-    });
-    expect(Object.keys(body)).toEqual(['user']);
-    expectKasmUser(body.user as User);
-    expect(body.user).toEqual({
-      ...user,
+    const changes = {
       first_name: 'B',
       last_name: 'C',
       organization: 'O',
@@ -603,7 +531,11 @@ describe('update_user', () => {
       notes: 'new',
       locked: true,
       disabled: true,
-    });
+    };
+    const body = await ok('update_user', { target_user: { user_id: user.user_id, ...changes } });
+    expect(Object.keys(body)).toEqual(['user']);
+    expectKasmUser(body.user as User);
+    expect(body.user).toEqual({ ...user, ...changes });
     expect((await ok('get_user', { target_user: { user_id: user.user_id } })).user).toEqual(body.user);
   });
 
@@ -619,17 +551,7 @@ describe('update_user', () => {
       password: GOOD_PASSWORD,
     });
     const hashBefore = (await userRow(user.user_id))!.password_hash;
-    const nulls = {
-      username: null,
-      first_name: null,
-      last_name: null,
-      organization: null,
-      phone: null,
-      notes: null,
-      locked: null,
-      disabled: null,
-      password: null,
-    };
+    const nulls = { username: null, ...NULLS };
     expect((await ok('update_user', { target_user: { user_id: user.user_id, ...nulls } })).user).toEqual(
       user,
     );
@@ -687,23 +609,14 @@ describe('update_user', () => {
 
   test('names, organization and phone are cut to 64 characters', async () => {
     const user = await createUser();
-    const updated = (
-      await ok('update_user', {
-        target_user: {
-          user_id: user.user_id,
-          first_name: 'a'.repeat(65),
-          last_name: 'b'.repeat(200),
-          organization: 'c'.repeat(64),
-          phone: 'd'.repeat(99),
-        },
-      })
-    ).user;
-    expect(updated).toMatchObject({
-      first_name: 'a'.repeat(64),
-      last_name: 'b'.repeat(64),
+    const long = {
+      first_name: 'a'.repeat(65),
+      last_name: 'b'.repeat(200),
       organization: 'c'.repeat(64),
-      phone: 'd'.repeat(64),
-    });
+      phone: 'd'.repeat(99),
+    };
+    const updated = (await ok('update_user', { target_user: { user_id: user.user_id, ...long } })).user;
+    expect(updated).toMatchObject(cutTo64(long));
   });
 
   test('a password is stored as a new argon2id hash and unlocks the user (even with locked: true alongside)', async () => {
@@ -794,36 +707,14 @@ describe('update_user', () => {
 
   test('wrong types are a 400 naming the field', async () => {
     const user = await createUser();
-    await refused(
-      'update_user',
-      { target_user: { user_id: user.user_id, locked: 'yes' } },
-      400,
-      'target_user.locked must be a boolean',
-    );
-    await refused(
-      'update_user',
-      { target_user: { user_id: user.user_id, disabled: 'false' } },
-      400,
-      'target_user.disabled must be a boolean',
-    );
-    await refused(
-      'update_user',
-      { target_user: { user_id: user.user_id, username: 42 } },
-      400,
-      'target_user.username must be a string',
-    );
-    await refused(
-      'update_user',
-      { target_user: { user_id: user.user_id, password: 12345678 } },
-      400,
-      'target_user.password must be a string',
-    );
-    await refused(
-      'update_user',
-      { target_user: { user_id: 7 } },
-      400,
-      'target_user.user_id must be a string',
-    );
+    const { user_id } = user;
+    await refusedEach('update_user', [
+      [{ target_user: { user_id, locked: 'yes' } }, 'target_user.locked must be a boolean'],
+      [{ target_user: { user_id, disabled: 'false' } }, 'target_user.disabled must be a boolean'],
+      [{ target_user: { user_id, username: 42 } }, 'target_user.username must be a string'],
+      [{ target_user: { user_id, password: 12345678 } }, 'target_user.password must be a string'],
+      [{ target_user: { user_id: 7 } }, 'target_user.user_id must be a string'],
+    ]);
     expect((await ok('get_user', { target_user: { user_id: user.user_id } })).user).toEqual(user);
   });
 });
@@ -831,7 +722,7 @@ describe('update_user', () => {
 describe('update_user_password', () => {
   test('sets the password (argon2id), unlocks the user and answers {user} without it', async () => {
     const user = await createUser({ locked: true, password: 'Initial-1' });
-    const r = await t.call('update_user_password', {
+    const r = await t().call('update_user_password', {
       target_user: { user_id: user.user_id, password: 'Changed-2' },
     });
     expect(r.statusCode).toBe(200);
@@ -866,38 +757,20 @@ describe('update_user_password', () => {
 
   test('no password: Invalid Request: Missing required parameters', async () => {
     const user = await createUser();
-    await refused(
-      'update_user_password',
-      { target_user: { user_id: user.user_id } },
-      400,
-      'Invalid Request: Missing required parameters',
-    );
-    await refused(
-      'update_user_password',
-      { target_user: { user_id: user.user_id, password: null } },
-      400,
-      'Invalid Request: Missing required parameters',
-    );
-  });
-
-  test('no target or user_id: Invalid Request; unknown or malformed ids: Unknown User; wrong type: 400', async () => {
-    for (const body of [{}, { target_user: null }, { target_user: { password: GOOD_PASSWORD } }])
-      await refused('update_user_password', body, 400, 'Invalid Request');
-    for (const id of [UNKNOWN, ...MALFORMED])
+    for (const target_user of [{ user_id: user.user_id }, { user_id: user.user_id, password: null }])
       await refused(
         'update_user_password',
-        { target_user: { user_id: id, password: GOOD_PASSWORD } },
+        { target_user },
         400,
-        'Unknown User',
+        'Invalid Request: Missing required parameters',
       );
-    const user = await createUser();
-    await refused(
-      'update_user_password',
-      { target_user: { user_id: user.user_id, password: 123456789 } },
-      400,
-      'target_user.password must be a string',
-    );
   });
+
+  test('no target or user_id: Invalid Request; unknown or malformed ids: Unknown User; wrong type: 400', () =>
+    refusesBadTargets('update_user_password', { password: GOOD_PASSWORD }, [
+      { password: 123456789 },
+      'target_user.password must be a string',
+    ]));
 });
 
 describe('update_user_name', () => {
@@ -937,30 +810,17 @@ describe('update_user_name', () => {
     ).toMatchObject({ first_name: 'Only', last_name: 'Later' });
   });
 
-  test('no target: Invalid Request; unknown or malformed ids: Unknown User; wrong type: 400', async () => {
-    for (const body of [{}, { target_user: null }, { target_user: { first_name: 'A' } }])
-      await refused('update_user_name', body, 400, 'Invalid Request');
-    for (const id of [UNKNOWN, ...MALFORMED])
-      await refused(
-        'update_user_name',
-        { target_user: { user_id: id, first_name: 'A' } },
-        400,
-        'Unknown User',
-      );
-    const user = await createUser();
-    await refused(
-      'update_user_name',
-      { target_user: { user_id: user.user_id, last_name: 5 } },
-      400,
+  test('no target: Invalid Request; unknown or malformed ids: Unknown User; wrong type: 400', () =>
+    refusesBadTargets('update_user_name', { first_name: 'A' }, [
+      { last_name: 5 },
       'target_user.last_name must be a string',
-    );
-  });
+    ]));
 });
 
 describe('delete_user', () => {
   test('deletes the user and their memberships, answers {}; then get_user says Unknown User', async () => {
     const user = await createUser();
-    const r = await t.call('delete_user', { target_user: { user_id: user.user_id }, force: false });
+    const r = await t().call('delete_user', { target_user: { user_id: user.user_id }, force: false });
     expect({ status: r.statusCode, body: r.json() }).toEqual({ status: 200, body: {} });
     expect(await userRow(user.user_id)).toBeUndefined();
     expect(await memberships(user.user_id)).toEqual([]);
@@ -1033,7 +893,7 @@ describe('concurrency', () => {
     );
     const responses = await Promise.all(
       variants.map((username) =>
-        t.call('create_user', { target_user: { username, password: GOOD_PASSWORD } }),
+        t().call('create_user', { target_user: { username, password: GOOD_PASSWORD } }),
       ),
     );
     const statuses = responses.map((r) => r.statusCode);
@@ -1044,7 +904,11 @@ describe('concurrency', () => {
         body: { error_message: `Error creating user (${name}): (User already exists)` },
       });
     }
-    const rows = await t.database.db.selectFrom('users').select('id').where('username', '=', name).execute();
+    const rows = await t()
+      .database.db.selectFrom('users')
+      .select('id')
+      .where('username', '=', name)
+      .execute();
     expect(rows).toHaveLength(1);
     const winner = responses.find((r) => r.statusCode === 200)!.json().user as User;
     expect(dbId(winner.user_id)).toBe(rows[0].id);
@@ -1057,7 +921,7 @@ describe('concurrency', () => {
       const name = uniqueName('contested');
       const responses = await Promise.all(
         [a, b].map((u, i) =>
-          t.call('update_user', {
+          t().call('update_user', {
             target_user: { user_id: u.user_id, username: i ? name.toUpperCase() : name },
           }),
         ),
@@ -1069,7 +933,7 @@ describe('concurrency', () => {
       const winner = responses.find((r) => r.statusCode === 200)!.json().user as User;
       expect(winner.username).toBe(name);
       expect(
-        await t.database.db.selectFrom('users').select('id').where('username', '=', name).execute(),
+        await t().database.db.selectFrom('users').select('id').where('username', '=', name).execute(),
       ).toEqual([{ id: dbId(winner.user_id) }]);
     }
   });

@@ -1,12 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { FastifyInstance } from 'fastify';
-import {
-  migrateToLatest,
-  openDatabase,
-  type Database,
-  type DatabaseConfig,
-  type Migration,
-} from '@platform/db';
+import type { Database, DatabaseConfig, Migration } from '@platform/db';
+import { withServiceDatabase } from './database';
 import { serve, type ListenOptions } from './run';
 
 /** The options a command accepts, declared as for `node:util` `parseArgs`. */
@@ -188,15 +183,7 @@ export async function runCommandLine<C extends CliConfig, DB, const Commands ext
         return (config ??= spec.loadConfig(process.env));
       },
       out: io.out,
-      async withDatabase(use) {
-        const database = await openDatabase<DB>(context.config.database);
-        try {
-          const applied = await migrateToLatest(database.db, database.schema, spec.migrations);
-          return await use(database, applied);
-        } finally {
-          await database.close();
-        }
-      },
+      withDatabase: (use) => withServiceDatabase(context.config.database, spec.migrations, use),
     };
     const code = await command.run(args, context);
     return typeof code === 'number' ? code : undefined;

@@ -18,7 +18,7 @@ export interface DatabasePluginOptions {
   database?: Database<any>;
 }
 
-/** Opens the service's database (or takes the given one), migrates it, and closes it with the app. */
+/** The app's way to its database: opens it (or takes the given one), migrates it, and closes it with the app. */
 export const databasePlugin = fp(
   async function databasePlugin(app, options: DatabasePluginOptions) {
     const owned = !options.database;
@@ -35,3 +35,21 @@ export const databasePlugin = fp(
   },
   { name: 'database', fastify: '5.x' },
 );
+
+/**
+ * Opens the service's database, brings its schema up to date, runs `use`, and closes the database
+ * even when migrating or `use` fails: how a command of the service's command line reaches it.
+ */
+export async function withServiceDatabase<DB, T>(
+  config: DatabaseConfig,
+  migrations: Record<string, Migration>,
+  use: (database: Database<DB>, applied: string[]) => Promise<T>,
+): Promise<T> {
+  const database = await openDatabase<DB>(config);
+  try {
+    const applied = await migrateToLatest(database.db, database.schema, migrations);
+    return await use(database, applied);
+  } finally {
+    await database.close();
+  }
+}

@@ -1,17 +1,20 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { VALIDATION_MESSAGE, FieldError, TrimmedText, StringEnum, withMessage } from '@platform/schema';
+import { FieldError } from '@platform/schema';
 import {
-  errorResponses,
   listenWithGracefulShutdown,
   platform,
   reasonPhrase,
-  RequestValidationError,
   serverOptions,
   type AjvError,
   type ErrorDialect,
-  type RequestRulesOptions,
 } from '../src';
+import {
+  dialectTestApp,
+  INVALID_THING,
+  REFUSED_BODIES,
+  STRICT_REQUEST_RULES as STRICT,
+} from '../src/testing';
 
 /** A dialect of the tests' own: the problem as it is, under a media type of its own, failed fields listed. */
 const TestError = Type.Object(
@@ -59,109 +62,28 @@ const terseDialect: ErrorDialect = {
   describeValidation: (errors) => errors.map((e) => ({ field: fieldOf(e), message: e.keyword })),
 };
 
-/** What every service asks for today: trimmed text, no NUL characters, JSON only, no empty bodies. */
-const STRICT: RequestRulesOptions = { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'reject' };
-
-/** A small service on the kit, built with the kit's server options. */
-async function serviceWith(
-  dialect: ErrorDialect,
-  readiness: () => Promise<void> = async () => undefined,
-  requestRules: RequestRulesOptions = STRICT,
-): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions({ logLevel: 'silent', bodyLimit: 1024 }));
-  await app.register(platform, {
-    dialect,
-    requestRules,
-    readiness,
-    isUnavailable: (e) => (e as { code?: string }).code === 'ECONNREFUSED',
-    bodyLimit: 1024,
-    docs: {
-      title: 'kit test',
-      description: 'd',
-      version: '0.0.1',
-      tags: [{ name: 'things', description: 'things' }],
-    },
-    cors: { origins: ['http://allowed.example'], credentials: true },
-  });
-  app.post(
-    '/things',
-    {
-      schema: {
-        tags: ['things'],
-        body: Type.Object(
-          {
-            name: TrimmedText({ min: 2, max: 5 }),
-            kind: StringEnum(['a', 'b'] as const),
-            count: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })),
-            ref: Type.Optional(
-              withMessage(
-                Type.Union([Type.Integer(), Type.String({ pattern: '^x' })]),
-                'must be a number or an x-string',
-              ),
-            ),
-            tag: Type.Optional(
-              Type.String({
-                maxLength: 5,
-                allOf: [{ pattern: '^\\p{L}', [VALIDATION_MESSAGE]: 'Must start with a letter' }],
-              }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
-        response: { 201: Type.Object({ name: Type.String() }), ...errorResponses(dialect, [400, 500]) },
-      },
-    },
-    async (request, reply) => reply.status(201).send({ name: (request.body as { name: string }).name }),
-  );
-  app.get(
-    '/things',
-    { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 10 }) }) } },
-    async (request) => request.query,
-  );
-  app.get('/boom', async () => {
-    throw new Error('relation "secret_table" does not exist at /srv/app.ts:12');
-  });
-  app.get('/down', async () => {
-    throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-  });
-  app.get('/rule', async () => {
-    throw new RequestValidationError(
-      [{ field: 'start', message: 'start must come before end' }],
-      'querystring',
-    );
-  });
-  await app.ready();
-  return app;
-}
-
 describe('one error path, any dialect', () => {
   let plain: FastifyInstance;
   let terse: FastifyInstance;
   beforeAll(async () => {
-    [plain, terse] = await Promise.all([serviceWith(testDialect), serviceWith(terseDialect)]);
+    [plain, terse] = await Promise.all([dialectTestApp(testDialect), dialectTestApp(terseDialect)]);
   });
   afterAll(() => Promise.all([plain, terse].map((a) => a.close())));
 
-  const invalid = { name: 5, kind: 'c', count: '3' };
-
   test('validation failures: the default wording lists every field with a readable message, in the dialect', async () => {
-    const r = await plain.inject({ method: 'POST', url: '/things', payload: invalid });
+    const r = await plain.inject({ method: 'POST', url: '/things', payload: INVALID_THING.payload });
     expect(r.statusCode).toBe(400);
     expect(r.headers['content-type']).toMatch(/^application\/vnd\.test-error\+json/);
     expect(r.json()).toEqual({
       status: 400,
       title: 'Bad Request',
-      detail: 'name must be a string; kind must be one of: a, b; count must be an integer',
-      fields: [
-        { field: 'name', message: 'name must be a string' },
-        { field: 'kind', message: 'kind must be one of: a, b' },
-        { field: 'count', message: 'count must be an integer' },
-      ],
+      detail: INVALID_THING.detail,
+      fields: INVALID_THING.fields,
     });
   });
 
   test("validation failures: a dialect's own wording, with where they were found", async () => {
-    const r = await terse.inject({ method: 'POST', url: '/things', payload: invalid });
+    const r = await terse.inject({ method: 'POST', url: '/things', payload: INVALID_THING.payload });
     expect(r.statusCode).toBe(400);
     expect(r.headers['content-type']).toMatch(/^application\/json/);
     expect(r.json()).toEqual({
@@ -239,41 +161,7 @@ describe('one error path, any dialect', () => {
     ]);
   });
 
-  test.each([
-    [
-      'malformed JSON',
-      { payload: '{"name":', headers: { 'content-type': 'application/json' } },
-      400,
-      'Malformed JSON body',
-    ],
-    [
-      'an empty JSON body',
-      { payload: '', headers: { 'content-type': 'application/json' } },
-      400,
-      'Request body is empty; send a JSON object',
-    ],
-    [
-      'a text body',
-      { payload: 'name=abc', headers: { 'content-type': 'text/plain' } },
-      415,
-      'Content-Type must be application/json',
-    ],
-    [
-      'a form body',
-      { payload: 'name=abc', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
-      415,
-      'Content-Type must be application/json',
-    ],
-    [
-      'an oversized body',
-      {
-        payload: JSON.stringify({ name: 'x'.repeat(2000) }),
-        headers: { 'content-type': 'application/json' },
-      },
-      413,
-      'Request body is larger than 1024 bytes',
-    ],
-  ])('%s', async (_name, request, status, detail) => {
+  test.each(REFUSED_BODIES)('%s', async (_name, request, status, detail) => {
     for (const [app, body] of [
       [plain, { status, title: reasonPhrase(status), detail }],
       [terse, { error: detail }],
@@ -337,11 +225,8 @@ describe('request rules, stated by each service', () => {
     });
 
   test('with trimming, NUL rejection and JSON-only off, each rule is off', async () => {
-    const app = await serviceWith(testDialect, undefined, {
-      trim: false,
-      rejectNul: false,
-      jsonOnly: false,
-      emptyBody: 'reject',
+    const app = await dialectTestApp(testDialect, {
+      requestRules: { trim: false, rejectNul: false, jsonOnly: false, emptyBody: 'reject' },
     });
     expect((await post(app, '{"name":" abc","kind":"a"}', 'application/json')).json()).toEqual({
       name: ' abc',
@@ -357,7 +242,7 @@ describe('request rules, stated by each service', () => {
   });
 
   test("emptyBody 'reject': a POST without a body fails validation as a whole", async () => {
-    const app = await serviceWith(testDialect);
+    const app = await dialectTestApp(testDialect);
     const r = await post(app);
     expect(r.statusCode).toBe(400);
     expect(r.json().fields).toEqual([{ field: 'body', message: 'body must be an object' }]);
@@ -365,7 +250,9 @@ describe('request rules, stated by each service', () => {
   });
 
   test("emptyBody 'as-empty-object': a POST without a body validates {}; an empty JSON body and null stay 400s", async () => {
-    const app = await serviceWith(testDialect, undefined, { ...STRICT, emptyBody: 'as-empty-object' });
+    const app = await dialectTestApp(testDialect, {
+      requestRules: { ...STRICT, emptyBody: 'as-empty-object' },
+    });
     const none = await post(app);
     expect(none.statusCode).toBe(400);
     expect(none.json().fields).toEqual([
@@ -383,10 +270,8 @@ describe('request rules, stated by each service', () => {
   });
 
   test('blankBodyIsEmpty: a blank body of any type and the JSON null are no body; other content is a 415', async () => {
-    const app = await serviceWith(testDialect, undefined, {
-      ...STRICT,
-      emptyBody: 'as-empty-object',
-      blankBodyIsEmpty: true,
+    const app = await dialectTestApp(testDialect, {
+      requestRules: { ...STRICT, emptyBody: 'as-empty-object', blankBodyIsEmpty: true },
     });
     const required = [
       { field: 'name', message: 'name is required' },
@@ -419,7 +304,7 @@ describe('request rules, stated by each service', () => {
 
 describe('operations endpoints and headers', () => {
   test('no response asks browsers to upgrade to https (the services are served over plain HTTP)', async () => {
-    const app = await serviceWith(testDialect);
+    const app = await dialectTestApp(testDialect);
     for (const url of ['/docs', '/docs/static/index.html', '/healthz', '/nothing']) {
       const csp = (await app.inject(url)).headers['content-security-policy'];
       expect(csp).toMatch(/default-src 'self'/);
@@ -430,8 +315,10 @@ describe('operations endpoints and headers', () => {
 
   test('readiness follows the check; liveness does not', async () => {
     let healthy = true;
-    const app = await serviceWith(testDialect, async () => {
-      if (!healthy) throw new Error('db down');
+    const app = await dialectTestApp(testDialect, {
+      readiness: async () => {
+        if (!healthy) throw new Error('db down');
+      },
     });
     expect((await app.inject('/readyz')).json()).toEqual({ status: 'ready' });
     healthy = false;
@@ -443,7 +330,7 @@ describe('operations endpoints and headers', () => {
   });
 
   test('metrics, request ids, CORS with credentials, docs with named components', async () => {
-    const app = await serviceWith(testDialect);
+    const app = await dialectTestApp(testDialect);
     await app.inject('/things?limit=2');
     const metrics = await app.inject('/metrics');
     expect(metrics.headers['content-type']).toMatch(/^text\/plain/);
@@ -488,7 +375,7 @@ describe('operations endpoints and headers', () => {
 
   test("the document's error components are exactly the dialect's schemas", async () => {
     const components = async (dialect: ErrorDialect) => {
-      const app = await serviceWith(dialect);
+      const app = await dialectTestApp(dialect);
       const names = Object.keys((await app.inject('/docs/json')).json().components.schemas).sort();
       await app.close();
       return names;

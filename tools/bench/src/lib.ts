@@ -31,7 +31,7 @@ import {
 } from '@platform/db';
 import { dropSchema } from '@platform/db/testing';
 import autocannon from 'autocannon';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import ts from 'typescript';
 import type { BaselinePayload } from './baseline';
 
@@ -54,8 +54,12 @@ export const loadAverage = () => os.loadavg().map((n) => round(n, 2));
 // ---------------------------------------------------------------------------------------------
 // Options.
 
-/** A numeric option: its environment variable, default and bounds (integer and min 1 unless said). */
+/**
+ * A numeric option: what it is (its line of the usage), its environment variable, default and bounds
+ * (integer and min 1 unless said).
+ */
 export interface NumberOption {
+  help: string;
   env: string;
   fallback: number;
   integer?: boolean;
@@ -64,9 +68,15 @@ export interface NumberOption {
 
 /** The numeric options every benchmark takes. */
 const LOAD_OPTIONS = {
-  duration: { env: 'BENCH_DURATION', fallback: 10, integer: false },
-  connections: { env: 'BENCH_CONNECTIONS', fallback: 50 },
-  warmup: { env: 'BENCH_WARMUP', fallback: 2, integer: false, min: 0 },
+  duration: { help: 'seconds measured per scenario', env: 'BENCH_DURATION', fallback: 10, integer: false },
+  connections: { help: 'concurrent autocannon connections', env: 'BENCH_CONNECTIONS', fallback: 50 },
+  warmup: {
+    help: 'seconds of unmeasured warm-up before each scenario',
+    env: 'BENCH_WARMUP',
+    fallback: 2,
+    integer: false,
+    min: 0,
+  },
 } satisfies Record<string, NumberOption>;
 
 type LoadOption = keyof typeof LOAD_OPTIONS;
@@ -78,16 +88,46 @@ export type BenchOptions<Own extends string> = Record<Own | LoadOption, number> 
   databaseUrl: string | undefined;
 };
 
+/** What a benchmark is, for its usage. */
+export interface BenchCommand<Own extends string> {
+  /** How people run it (`npm run bench`). */
+  command: string;
+  /** The Nx project it measures. */
+  project: string;
+  /** The prefix of its throw-away schema (see `throwAwayDatabase`). */
+  schemaPrefix: string;
+  /** Its own numeric options, before the load options. */
+  own: Record<Own, NumberOption>;
+}
+
+/** The usage text: a line per option, the numeric ones with their environment variable. */
+function usageOf({ command, project, schemaPrefix, own }: BenchCommand<string>): string {
+  const numbers = Object.entries<NumberOption>({ ...own, ...LOAD_OPTIONS });
+  const width = Math.max(...numbers.map(([, { help }]) => help.length)) + 1;
+  const line = (name: string, text: string) => `  ${name.padEnd(13)}  ${text}`;
+  return [
+    `usage: ${command} -- ${numbers.map(([name, { fallback }]) => `[--${name}=${fallback}]`).join(' ')} [--build]`,
+    ...numbers.map(([name, { help, env }]) => line(`--${name}`, `${help.padEnd(width)}env ${env}`)),
+    line('--build', `rebuild ${project} (and its libs) even if dist/ exists`),
+    line(
+      '--cpu-prof',
+      'write a V8 CPU profile of the service to tools/bench/results/ (slows it down a little)',
+    ),
+    line(
+      'DATABASE_URL',
+      `PostgreSQL to use (a fresh schema ${schemaPrefix}_bench_<random>, dropped at the end);`,
+    ),
+    line('', 'unset: a fresh schema of the local PostgreSQL server, dropped at the end'),
+  ].join('\n');
+}
+
 /**
- * Parses the command line: `--duration`, `--connections`, `--warmup`, the benchmark's own numeric
- * options in `own` (each also read from its environment variable), `--build`, `--cpu-prof` and
- * `--help` (prints `usage` and exits). DATABASE_URL comes from the environment.
+ * Parses the command line: the benchmark's own numeric options, `--duration`, `--connections`,
+ * `--warmup` (each also read from its environment variable), `--build`, `--cpu-prof` and `--help`
+ * (prints the usage and exits). DATABASE_URL comes from the environment.
  */
-export function benchOptions<Own extends string>(
-  usage: string,
-  own: Record<Own, NumberOption>,
-): BenchOptions<Own> {
-  const numbers: Record<string, NumberOption> = { ...own, ...LOAD_OPTIONS };
+export function benchOptions<Own extends string>(bench: BenchCommand<Own>): BenchOptions<Own> {
+  const numbers: Record<string, NumberOption> = { ...bench.own, ...LOAD_OPTIONS };
   const { values }: { values: Record<string, string | boolean | undefined> } = parseArgs({
     options: {
       ...Object.fromEntries(Object.keys(numbers).map((name) => [name, { type: 'string' as const }])),
@@ -98,7 +138,7 @@ export function benchOptions<Own extends string>(
     strict: true,
   });
   if (values.help) {
-    console.log(usage);
+    console.log(usageOf(bench));
     process.exit(0);
   }
   const parsed: Record<string, number> = {};
@@ -289,6 +329,20 @@ export interface DatabaseInfo {
   schema: string;
   /** `select version()`. */
   version: string;
+}
+
+/**
+ * What every report says of its database, once the benchmark has seeded it. PostgreSQL's autovacuum
+ * analyzes freshly loaded tables within a minute: they are analyzed now, so the plans do not change
+ * halfway through the run.
+ */
+export async function analyzedDatabaseInfo<DB>(
+  db: Kysely<DB>,
+  database: BenchDatabase,
+): Promise<DatabaseInfo & { analyzed: true }> {
+  await sql`analyze`.execute(db);
+  const { rows } = await sql<{ version: string }>`select version() as version`.execute(db);
+  return { kind: database.kind, schema: database.config.schema, version: rows[0].version, analyzed: true };
 }
 
 /** The database section of a report: no data directory, no password. */
@@ -765,6 +819,30 @@ export function counterCheck(before: number, after: number, r: ScenarioResult): 
   return { added, answered2xx, sent, consistent: added >= answered2xx && added <= sent };
 }
 
+/**
+ * The counter the write scenario named `scenario` increments, read once the last run's in-flight
+ * requests have finished, and checked against that scenario's writes (see `counterCheck`).
+ */
+export async function counterAfterRun(
+  results: ScenarioResult[],
+  scenario: string,
+  counter: { before: number; read: () => Promise<number> },
+): Promise<CounterCheck & { after: number }> {
+  await sleep(500); // let the in-flight requests of the last run finish
+  const after = await counter.read();
+  return { after, ...counterCheck(counter.before, after, resultOf(results, scenario)) };
+}
+
+const resultOf = (results: ScenarioResult[], name: string): ScenarioResult => {
+  const result = results.find((r) => r.name === name);
+  if (!result) throw new Error(`no scenario ${name}`);
+  return result;
+};
+
+/** How many times more requests per second scenario `a` answered than scenario `b`. */
+export const reqPerSecRatio = (results: ScenarioResult[], a: string, b: string): number | null =>
+  round(resultOf(results, a).reqPerSec / resultOf(results, b).reqPerSec, 3);
+
 // ---------------------------------------------------------------------------------------------
 // Report.
 
@@ -803,25 +881,31 @@ export interface Report<Info extends DatabaseInfo = DatabaseInfo> extends Report
 }
 
 /**
- * The report's common part: times, commit (marked when `paths` have local changes), machine, and the
- * options (the benchmark's own `optionNames`, then duration, connections and warm-up).
+ * The report's common part: times, commit (marked when the project or the libs have local changes),
+ * machine, the numeric options (the benchmark's own, then duration, connections and warm-up), the
+ * database and the service.
  */
-export function reportHead<Own extends string>({
+export function reportHead<Own extends string, Info extends DatabaseInfo>({
   startedAt,
   loadAtStart,
-  paths,
+  project,
   opts,
-  optionNames,
+  database,
+  service,
 }: {
   startedAt: Date;
   loadAtStart: (number | null)[];
-  paths: string[];
+  /** The Nx project measured, under apps/. */
+  project: string;
   opts: BenchOptions<Own>;
-  optionNames: Own[];
-}): ReportHead {
-  const options: Record<string, number> = {};
-  for (const name of [...optionNames, ...(Object.keys(LOAD_OPTIONS) as LoadOption[])])
-    options[name] = opts[name];
+  database: Info;
+  service: Service;
+}): ReportHead & Pick<Report<Info>, 'database' | 'service'> {
+  // benchOptions fills the numbers first, in this order.
+  const options = Object.fromEntries(
+    Object.entries(opts).filter((option): option is [string, number] => typeof option[1] === 'number'),
+  );
+  const paths = [`apps/${project}`, 'libs'];
   mkdirSync(RESULTS_DIR, { recursive: true });
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
   const dirty = spawnSync('git', ['status', '--porcelain', '--', ...paths], { cwd: ROOT, encoding: 'utf8' });
@@ -841,6 +925,8 @@ export function reportHead<Own extends string>({
       loadAverageAtEnd: loadAverage(),
     },
     options,
+    database: reportedDatabase(database, opts.databaseUrl),
+    service: serviceReport(service),
   };
 }
 

@@ -15,21 +15,14 @@ import * as lib from './lib';
 
 const APP_DIST = path.join(lib.ROOT, 'apps/microblog-api/dist');
 
-const USAGE = `usage: npm run bench -- [--posts=10000] [--duration=10] [--connections=50] [--warmup=2] [--build]
-  --posts        posts to seed (each with 0..3 replies)            env BENCH_POSTS
-  --duration     seconds measured per scenario                     env BENCH_DURATION
-  --connections  concurrent autocannon connections                 env BENCH_CONNECTIONS
-  --warmup       seconds of unmeasured warm-up before each scenario env BENCH_WARMUP
-  --build        rebuild microblog-api (and its libs) even if dist/ exists
-  --cpu-prof     write a V8 CPU profile of the service to tools/bench/results/ (slows it down a little)
-  DATABASE_URL   PostgreSQL to use (a fresh schema microblog_bench_<random>, dropped at the end);
-                 unset: a fresh schema of the local PostgreSQL server, dropped at the end`;
-
 type Options = lib.BenchOptions<'posts'>;
 
 const options = (): Options =>
-  lib.benchOptions(USAGE, {
-    posts: { env: 'BENCH_POSTS', fallback: 10_000 },
+  lib.benchOptions({
+    command: 'npm run bench',
+    project: 'microblog-api',
+    schemaPrefix: 'microblog',
+    own: { posts: { help: 'posts to seed (each with 0..3 replies)', env: 'BENCH_POSTS', fallback: 10_000 } },
   });
 
 interface SeededDatabase extends lib.DatabaseInfo {
@@ -54,16 +47,15 @@ interface MicroblogReport extends lib.Report<SeededDatabase> {
 async function prepareDatabase(
   opts: Options,
 ): Promise<{ config: lib.BenchDatabase['config']; info: SeededDatabase }> {
-  const { config, kind } = await lib.throwAwayDatabase('microblog', opts.databaseUrl);
+  const throwAway = await lib.throwAwayDatabase('microblog', opts.databaseUrl);
+  const { config } = throwAway;
   const database = await openDatabase<MicroblogDatabase>(config);
   try {
     await migrateToLatest(database.db, database.schema, migrations);
     const started = performance.now();
     const seeded = await seedDemoData(database.db, opts.posts);
     const seedSeconds = (performance.now() - started) / 1000;
-    // PostgreSQL's autovacuum analyzes freshly bulk-loaded tables within a minute; do it now so the
-    // plans do not change halfway through the run.
-    await sql`analyze`.execute(database.db);
+    const analyzed = await lib.analyzedDatabaseInfo(database.db, throwAway);
     const stats = (
       await sql<{
         min_id: number;
@@ -71,11 +63,10 @@ async function prepareDatabase(
         posts: number;
         replies: number;
         online_safety: number;
-        version: string;
       }>`select min(id) as min_id, max(id) as max_id, count(*)::int as posts,
         (select count(*)::int from replies) as replies,
-        count(*) filter (where quest_topic = 'online_safety')::int as online_safety,
-        version() as version from posts`.execute(database.db)
+        count(*) filter (where quest_topic = 'online_safety')::int as online_safety
+        from posts`.execute(database.db)
     ).rows[0];
     // "Near the oldest": the page just above the 150 oldest posts (still a full page with a next link).
     const deep = (
@@ -88,9 +79,7 @@ async function prepareDatabase(
     return {
       config,
       info: {
-        kind,
-        schema: config.schema,
-        version: stats.version,
+        ...analyzed,
         posts: stats.posts,
         replies: stats.replies,
         onlineSafetyPosts: stats.online_safety,
@@ -98,7 +87,6 @@ async function prepareDatabase(
         oldestId: stats.min_id,
         deepBefore: deep.id,
         seedSeconds: lib.round(seedSeconds, 1),
-        analyzed: true,
         seededReplies: seeded.replies,
       },
     };
@@ -207,29 +195,17 @@ async function bench(opts: Options): Promise<void> {
   ];
 
   const results = await lib.runScenarios(scenarios, opts);
-  const byName = Object.fromEntries(results.map((r) => [r.name, r]));
 
-  // A reaction is a counter: every 2xx must have added one like (see lib.counterCheck).
-  await lib.sleep(500); // let the in-flight requests of the last run finish
-  const likesAfter = await likesOf(base, reactionPost);
-  const reactionCheck = {
-    postId: reactionPost,
-    likesBefore,
-    likesAfter,
-    ...lib.counterCheck(likesBefore, likesAfter, byName.reaction),
-  };
+  // A reaction is a counter: every 2xx must have added one like.
+  const { after: likesAfter, ...likes } = await lib.counterAfterRun(results, 'reaction', {
+    before: likesBefore,
+    read: () => likesOf(base, reactionPost),
+  });
+  const reactionCheck = { postId: reactionPost, likesBefore, likesAfter, ...likes };
 
   const report: MicroblogReport = {
-    ...lib.reportHead({
-      startedAt,
-      loadAtStart,
-      paths: ['apps/microblog-api', 'libs'],
-      opts,
-      optionNames: ['posts'],
-    }),
-    database: lib.reportedDatabase(db, opts.databaseUrl),
-    service: lib.serviceReport(service),
-    deepToFirstPageRatio: lib.round(byName['deep-page'].reqPerSec / byName['first-page'].reqPerSec, 3),
+    ...lib.reportHead({ startedAt, loadAtStart, project: 'microblog-api', opts, database: db, service }),
+    deepToFirstPageRatio: lib.reqPerSecRatio(results, 'deep-page', 'first-page'),
     cpuProfile: cpuProfile ? `tools/bench/results/${cpuProfile}` : null,
     reactionCheck,
     scenarios: results,

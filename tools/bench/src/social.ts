@@ -20,25 +20,30 @@ import * as lib from './lib';
 const APP_DIST = path.join(lib.ROOT, 'apps/social-api/dist');
 const CLI_SOURCE = path.join(lib.ROOT, 'apps/social-api/src/cli.ts');
 
-const USAGE = `usage: npm run bench:social -- [--users=1000] [--posts=20000] [--follows=50] [--duration=10] [--connections=50] [--warmup=2] [--build]
-  --users        users to seed (fake users: each follows 0..5 others)  env BENCH_USERS
-  --posts        posts to seed (fake posts: random authors, this year) env BENCH_POSTS
-  --follows      users the bench user follows (its feed's authors)     env BENCH_FOLLOWS
-  --duration     seconds measured per scenario                         env BENCH_DURATION
-  --connections  concurrent autocannon connections                     env BENCH_CONNECTIONS
-  --warmup       seconds of unmeasured warm-up before each scenario    env BENCH_WARMUP
-  --build        rebuild social-api (and its libs) even if dist/ exists
-  --cpu-prof     write a V8 CPU profile of the service to tools/bench/results/ (slows it down a little)
-  DATABASE_URL   PostgreSQL to use (a fresh schema social_bench_<random>, dropped at the end);
-                 unset: a fresh schema of the local PostgreSQL server, dropped at the end`;
-
 type Options = lib.BenchOptions<'users' | 'posts' | 'follows'>;
 
 const options = (): Options =>
-  lib.benchOptions(USAGE, {
-    users: { env: 'BENCH_USERS', fallback: 1000 },
-    posts: { env: 'BENCH_POSTS', fallback: 20_000 },
-    follows: { env: 'BENCH_FOLLOWS', fallback: 50 },
+  lib.benchOptions({
+    command: 'npm run bench:social',
+    project: 'social-api',
+    schemaPrefix: 'social',
+    own: {
+      users: {
+        help: 'users to seed (fake users: each follows 0..5 others)',
+        env: 'BENCH_USERS',
+        fallback: 1000,
+      },
+      posts: {
+        help: 'posts to seed (fake posts: random authors, this year)',
+        env: 'BENCH_POSTS',
+        fallback: 20_000,
+      },
+      follows: {
+        help: "users the bench user follows (its feed's authors)",
+        env: 'BENCH_FOLLOWS',
+        fallback: 50,
+      },
+    },
   });
 
 /** One page of a collection: the body `Paginated(item)` of social-api's pagination.ts describes. */
@@ -118,24 +123,21 @@ async function prepareDatabase(opts: Options): Promise<{
   info: SeededDatabase;
   followTargets: number[];
 }> {
-  const { config, kind } = await lib.throwAwayDatabase('social', opts.databaseUrl);
+  const throwAway = await lib.throwAwayDatabase('social', opts.databaseUrl);
+  const { config } = throwAway;
   const env = lib.databaseEnv(config, { LOG_LEVEL: 'warn' });
   const usersSeconds = await fake('users', opts.users, env);
   const postsSeconds = await fake('posts', opts.posts, env);
   return withDatabase(config, async (db) => {
-    // PostgreSQL's autovacuum analyzes freshly loaded tables within a minute; do it now so the plans
-    // do not change mid-run. (The fake commands analyze what they load too.)
-    await sql`analyze`.execute(db);
+    // (The fake commands analyze what they load too.)
+    const analyzed = await lib.analyzedDatabaseInfo(db, throwAway);
     const stats = (
       await sql<{
-        version: string;
         users: number;
         posts: number;
         follows: number;
-      }>`select version() as version, (select count(*)::int from users) as users,
-        (select count(*)::int from posts) as posts, (select count(*)::int from followers) as follows`.execute(
-        db,
-      )
+      }>`select (select count(*)::int from users) as users, (select count(*)::int from posts) as posts,
+        (select count(*)::int from followers) as follows`.execute(db)
     ).rows[0];
     const mostFollowed = (
       await sql<SeededDatabase['mostFollowed']>`select followed_id as id, count(*)::int as followers
@@ -153,15 +155,12 @@ async function prepareDatabase(opts: Options): Promise<{
     return {
       config,
       info: {
-        kind,
-        schema: config.schema,
-        version: stats.version,
+        ...analyzed,
         users: stats.users,
         posts: stats.posts,
         follows: stats.follows,
         mostFollowed: mostFollowed ?? { id: ids[0], followers: 0 },
         seedSeconds: { users: usersSeconds, posts: postsSeconds },
-        analyzed: true,
       },
       followTargets,
     };
@@ -337,28 +336,16 @@ async function bench(opts: Options): Promise<void> {
   ];
 
   const results = await lib.runScenarios(scenarios, opts);
-  const byName = Object.fromEntries(results.map((r) => [r.name, r]));
 
-  // Every 201 must be one new post of the bench user (see lib.counterCheck).
-  await lib.sleep(500); // let the in-flight requests of the last run finish
-  const postsAfter = await postsOf(base, me.auth, me.id);
-  const postCheck = {
-    userId: me.id,
-    postsBefore,
-    postsAfter,
-    ...lib.counterCheck(postsBefore, postsAfter, byName['create-post']),
-  };
+  // Every 201 must be one new post of the bench user.
+  const { after: postsAfter, ...posts } = await lib.counterAfterRun(results, 'create-post', {
+    before: postsBefore,
+    read: () => postsOf(base, me.auth, me.id),
+  });
+  const postCheck = { userId: me.id, postsBefore, postsAfter, ...posts };
 
   const report: SocialReport = {
-    ...lib.reportHead({
-      startedAt,
-      loadAtStart,
-      paths: ['apps/social-api', 'libs'],
-      opts,
-      optionNames: ['users', 'posts', 'follows'],
-    }),
-    database: lib.reportedDatabase(db, opts.databaseUrl),
-    service: lib.serviceReport(service),
+    ...lib.reportHead({ startedAt, loadAtStart, project: 'social-api', opts, database: db, service }),
     benchUser: { id: me.id, username: me.username, following: followTargets.length, feedPosts: feedTotal },
     deepCursor: {
       offset: cursorOffset,
@@ -366,7 +353,7 @@ async function bench(opts: Options): Promise<void> {
       timestamp: cursorPost.timestamp,
       reportedOffset: deep.json.pagination.offset,
     },
-    feedDeepToFirstRatio: lib.round(byName['feed-deep'].reqPerSec / byName.feed.reqPerSec, 3),
+    feedDeepToFirstRatio: lib.reqPerSecRatio(results, 'feed-deep', 'feed'),
     cpuProfile: cpuProfile ? `tools/bench/results/${cpuProfile}` : null,
     postCheck,
     scenarios: results,

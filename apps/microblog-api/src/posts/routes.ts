@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { errorResponses, RequestValidationError } from '@platform/http-kit';
 import { annotate, MAX_ID } from '@platform/schema';
 import { PostNotFoundError, problemDetailsDialect } from '../errors';
@@ -60,9 +60,43 @@ function postIdOf(body: {
   return id;
 }
 
+/**
+ * A write to the post its body names (`post_id` or an alias): `write` gets the post's id and answers
+ * nothing when no post has it, a 404.
+ */
+async function toNamedPost<T>(
+  body: Parameters<typeof postIdOf>[0],
+  write: (postId: number) => Promise<T | null>,
+): Promise<T> {
+  const postId = postIdOf(body);
+  const result = await write(postId);
+  if (!result) throw new PostNotFoundError(postId);
+  return result;
+}
+
 const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const posts = createPostsRepository(app.database.db);
   const writeLimit = app.writeRateLimit;
+  /**
+   * A write's route options: the per-address write rate limit, its body, its answer and the write
+   * errors (404 too when the write names a post).
+   */
+  const write = <Body extends TSchema, Answer extends Record<number, TSchema>>(route: {
+    summary: string;
+    description: string;
+    body: Body;
+    answer: Answer;
+    namesPost?: boolean;
+  }) => ({
+    onRequest: writeLimit,
+    schema: {
+      tags: ['posts'],
+      summary: route.summary,
+      description: route.description,
+      body: route.body,
+      response: { ...route.answer, ...errors(...WRITE_ERRORS, ...(route.namesPost ? [404] : [])) },
+    },
+  });
 
   app.get(
     '/microblog',
@@ -107,20 +141,13 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/microblog',
-    {
-      onRequest: writeLimit,
-      schema: {
-        tags: ['posts'],
-        summary: 'Write a post',
-        description:
-          'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
-        body: CreatePostBody,
-        response: {
-          201: annotate(Post, { description: 'The created post (no replies, zero reactions)' }),
-          ...errors(...WRITE_ERRORS),
-        },
-      },
-    },
+    write({
+      summary: 'Write a post',
+      description:
+        'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
+      body: CreatePostBody,
+      answer: { 201: annotate(Post, { description: 'The created post (no replies, zero reactions)' }) },
+    }),
     async (request, reply) => {
       const { content, quest_topic, student_name } = request.body;
       const row = await posts.insertPost({ content, quest_topic, student_name });
@@ -130,57 +157,39 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/microblog/reply',
-    {
-      onRequest: writeLimit,
-      schema: {
-        tags: ['posts'],
-        summary: 'Reply to a post',
-        description:
-          'Adds a reply to the post named by `post_id` (a number or a string of digits; aliases `postId`, `microblogId`). ' +
-          '`student_name` is optional (absent or null: anonymous). Counts against the write rate limit.',
-        body: CreateReplyBody,
-        response: {
-          201: annotate(Reply, { description: 'The created reply' }),
-          ...errors(...WRITE_ERRORS, 404),
-        },
-      },
-    },
+    write({
+      summary: 'Reply to a post',
+      description:
+        'Adds a reply to the post named by `post_id` (a number or a string of digits; aliases `postId`, `microblogId`). ' +
+        '`student_name` is optional (absent or null: anonymous). Counts against the write rate limit.',
+      body: CreateReplyBody,
+      answer: { 201: annotate(Reply, { description: 'The created reply' }) },
+      namesPost: true,
+    }),
     async (request, reply) => {
-      const postId = postIdOf(request.body);
-      const row = await posts.insertReply({
-        post_id: postId,
-        content: request.body.content,
-        student_name: request.body.student_name ?? null,
-      });
-      if (!row) throw new PostNotFoundError(postId);
+      const { content, student_name = null } = request.body;
+      const row = await toNamedPost(request.body, (post_id) =>
+        posts.insertReply({ post_id, content, student_name }),
+      );
       return reply.status(201).send(toReply(row));
     },
   );
 
   app.post(
     '/microblog/reaction',
-    {
-      onRequest: writeLimit,
-      schema: {
-        tags: ['posts'],
-        summary: 'React to a post',
-        description:
-          'Adds one reaction of `reaction_type` (default `like`; alias `reactionType`) to the post named by `post_id` ' +
-          '(aliases `postId`, `microblogId`). A reaction is a counter: every request adds one, atomically. ' +
-          'Answers the updated post. Counts against the write rate limit.',
-        body: ReactionBody,
-        response: {
-          200: annotate(Post, { description: 'The post with its updated counts' }),
-          ...errors(...WRITE_ERRORS, 404),
-        },
-      },
-    },
+    write({
+      summary: 'React to a post',
+      description:
+        'Adds one reaction of `reaction_type` (default `like`; alias `reactionType`) to the post named by `post_id` ' +
+        '(aliases `postId`, `microblogId`). A reaction is a counter: every request adds one, atomically. ' +
+        'Answers the updated post. Counts against the write rate limit.',
+      body: ReactionBody,
+      answer: { 200: annotate(Post, { description: 'The post with its updated counts' }) },
+      namesPost: true,
+    }),
     async (request) => {
-      const postId = postIdOf(request.body);
       const kind: ReactionKind = request.body.reaction_type ?? request.body.reactionType ?? 'like';
-      const updated = await posts.addReaction(postId, kind);
-      if (!updated) throw new PostNotFoundError(postId);
-      return toPost(updated);
+      return toPost(await toNamedPost(request.body, (postId) => posts.addReaction(postId, kind)));
     },
   );
 };

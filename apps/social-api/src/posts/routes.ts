@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Forbidden, NotFound } from '../errors';
 import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
-import { collection, PageQuery, Paginated, parseTimestampCursor } from '../pagination';
+import { collection, Paginated, parseTimestampCursor } from '../pagination';
 import { createUsersRepository } from '../users/repository';
 import { UserIdParams } from '../users/schemas';
 import { serializeUser } from '../users/serialize';
@@ -20,7 +20,8 @@ const serializePost = (p: PostWithAuthor): Post => ({
   author: serializeUser(p.author),
 });
 
-const postPage = collection(serializePost, parseTimestampCursor);
+/** Every post collection: newest first, `after` a timestamp. */
+const postPages = collection(PostPage, serializePost, parseTimestampCursor);
 
 const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const posts = createPostsRepository(app.database.db);
@@ -61,10 +62,9 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     token({
       summary: 'Retrieve all posts',
       description: PAGING_NOTE,
-      querystring: PageQuery,
-      response: { 200: PostPage, ...errors(400, 401) },
+      ...postPages.schema(401),
     }),
-    async (request) => postPage(request.query, posts.all()),
+    async (request) => postPages.answer(request.query, posts.all()),
   );
 
   app.get(
@@ -118,13 +118,12 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Retrieve all posts from a user',
       description: PAGING_NOTE,
       params: UserIdParams,
-      querystring: PageQuery,
-      response: { 200: PostPage, ...errors(400, 401, 404) },
+      ...postPages.schema(401, 404),
     }),
     async (request) => {
       const user = await users.findById(parseId(request.params.id));
       if (!user) throw new NotFound();
-      return postPage(request.query, posts.byAuthor(user.id));
+      return postPages.answer(request.query, posts.byAuthor(user.id));
     },
   );
 
@@ -133,10 +132,9 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     token({
       summary: "Retrieve the user's post feed",
       description: `Your own posts and those of everyone you follow, in one query. ${PAGING_NOTE}`,
-      querystring: PageQuery,
-      response: { 200: PostPage, ...errors(400, 401) },
+      ...postPages.schema(401),
     }),
-    async (request) => postPage(request.query, posts.feed(request.user.id)),
+    async (request) => postPages.answer(request.query, posts.feed(request.user.id)),
   );
 };
 

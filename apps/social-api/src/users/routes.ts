@@ -5,16 +5,16 @@ import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
 import { BadRequest, Conflict, NotFound } from '../errors';
 import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
-import { collection, PageQuery, Paginated, parseUsernameCursor } from '../pagination';
+import { collection, Paginated, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
 import { NewUser, User, UserChanges, UserIdParams, UserKeyParams } from './schemas';
 import { serializeUser } from './serialize';
 
 const UserPage = Paginated(User, 'UserPage');
 /** Every user by id: offset pages only. */
-const allUsersPage = collection(serializeUser);
+const allUsers = collection(UserPage, serializeUser);
 /** Follow lists, by username: `after` is a username. */
-const followPage = collection(serializeUser, parseUsernameCursor);
+const followLists = collection(UserPage, serializeUser, parseUsernameCursor);
 
 const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
 const differentError = (field: 'username' | 'email') =>
@@ -86,10 +86,9 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
     token({
       summary: 'Retrieve all users',
       description: 'Ordered by id. `limit`/`offset` only: `after` is a 400 on this collection.',
-      querystring: PageQuery,
-      response: { 200: UserPage, ...errors(400, 401) },
+      ...allUsers.schema(401),
     }),
-    async (request) => allUsersPage(request.query, users.all()),
+    async (request) => allUsers.answer(request.query, users.all()),
   );
 
   app.get(
@@ -162,10 +161,9 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       token({
         summary: summaries[0],
         description: FOLLOW_LIST_NOTE,
-        querystring: PageQuery,
-        response: { 200: UserPage, ...errors(400, 401) },
+        ...followLists.schema(401),
       }),
-      async (request) => followPage(request.query, users[direction](request.user.id)),
+      async (request) => followLists.answer(request.query, users[direction](request.user.id)),
     );
     app.get(
       `/users/:id/${direction}`,
@@ -173,65 +171,66 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: summaries[1],
         description: FOLLOW_LIST_NOTE,
         params: UserIdParams,
-        querystring: PageQuery,
-        response: { 200: UserPage, ...errors(400, 401, 404) },
+        ...followLists.schema(401, 404),
       }),
       async (request) => {
         const user = await existingUser(request.params.id);
-        return followPage(request.query, users[direction](user.id));
+        return followLists.answer(request.query, users[direction](user.id));
       },
     );
   }
 
-  app.get(
-    '/me/following/:id',
-    token({
+  /**
+   * `/me/following/<id>`: whether you follow a user, follow, unfollow. Each looks the user up (404
+   * when there is none), then answers 204 when `act` holds for you and that user, else `otherwise`.
+   */
+  const following = [
+    {
+      method: 'GET',
       summary: 'Check whether a user is followed',
       description: '204 when you follow the user; 404 when you do not, or there is no such user.',
-      params: UserIdParams,
-      response: { 204: NoContent, ...errors(401, 404) },
-    }),
-    async (request, reply) => {
-      const user = await existingUser(request.params.id);
-      if (!(await users.isFollowing(request.user.id, user.id))) throw new NotFound();
-      return reply.status(204).send();
+      statuses: [401, 404],
+      act: (me: number, user: number) => users.isFollowing(me, user),
+      otherwise: NotFound,
     },
-  );
-
-  app.post(
-    '/me/following/:id',
-    token({
+    {
+      method: 'POST',
       summary: 'Follow a user',
       description: '409 when already followed. Following yourself is allowed (as in the Flask backend).',
-      params: UserIdParams,
-      response: { 204: NoContent, ...errors(401, 404, 409) },
-    }),
-    async (request, reply) => {
-      const user = await existingUser(request.params.id);
-      const followed = await users.follow(request.user.id, user.id).catch((error: unknown) => {
-        // The user was deleted between the lookup and the insert.
-        if (sqlState(error) === SQLSTATE.foreignKeyViolation) throw new NotFound();
-        throw error;
-      });
-      if (!followed) throw new Conflict();
-      return reply.status(204).send();
+      statuses: [401, 404, 409],
+      act: (me: number, user: number) =>
+        users.follow(me, user).catch((error: unknown) => {
+          // The user was deleted between the lookup and the insert.
+          if (sqlState(error) === SQLSTATE.foreignKeyViolation) throw new NotFound();
+          throw error;
+        }),
+      otherwise: Conflict,
     },
-  );
-
-  app.delete(
-    '/me/following/:id',
-    token({
+    {
+      method: 'DELETE',
       summary: 'Unfollow a user',
       description: '409 when not followed.',
-      params: UserIdParams,
-      response: { 204: NoContent, ...errors(401, 404, 409) },
-    }),
-    async (request, reply) => {
-      const user = await existingUser(request.params.id);
-      if (!(await users.unfollow(request.user.id, user.id))) throw new Conflict();
-      return reply.status(204).send();
+      statuses: [401, 404, 409],
+      act: (me: number, user: number) => users.unfollow(me, user),
+      otherwise: Conflict,
     },
-  );
+  ] as const;
+  for (const { method, summary, description, statuses, act, otherwise } of following)
+    app.route({
+      method,
+      url: '/me/following/:id',
+      ...token({
+        summary,
+        description,
+        params: UserIdParams,
+        response: { 204: NoContent, ...errors(...statuses) },
+      }),
+      handler: async (request, reply) => {
+        const user = await existingUser(request.params.id);
+        if (!(await act(request.user.id, user.id))) throw new otherwise();
+        return reply.status(204).send();
+      },
+    });
 };
 
 export default usersRoutes;

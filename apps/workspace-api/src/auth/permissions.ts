@@ -25,6 +25,11 @@ export interface OperationAccess {
   writes: boolean;
 }
 
+/** The access rule of an operation that only reads. */
+export const reads = (permission: Permission | 'any'): OperationAccess => ({ permission, writes: false });
+/** The access rule of an operation that writes (refused to read-only keys). */
+export const writes = (permission: Permission): OperationAccess => ({ permission, writes: true });
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Set on every Kasm operation route; the auth hook enforces it. */

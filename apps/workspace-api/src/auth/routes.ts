@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { OperationBody, operation } from '../kasm/operation';
+import { reads } from './permissions';
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const op = operation(
-    { permission: 'any', writes: false },
+    reads('any'),
     'credentials',
     'Check an API key pair',
     'Answers `{}` for any valid, enabled, unexpired key. POST with the pair in the body or the headers; GET with the `api-key` and `api-key-secret` headers.',

@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
 import type { GroupRow, GroupsTable, UserRow, WorkspaceDatabase } from '../db/schema';
+import { deleteWhere } from '../db/statements';
 
 export type NewGroup = Pick<Insertable<GroupsTable>, 'name' | 'priority' | 'description'>;
 export type GroupChanges = Pick<Updateable<GroupsTable>, 'name' | 'priority' | 'description'>;
@@ -55,13 +56,7 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
      * key cascade), in one statement; a second one only tells why nothing was deleted.
      */
     async deleteGroup(id: string): Promise<'deleted' | 'system' | 'unknown'> {
-      const deleted = await db
-        .deleteFrom('groups')
-        .where('id', '=', id)
-        .where('is_system', '=', false)
-        .returning('id')
-        .executeTakeFirst();
-      if (deleted) return 'deleted';
+      if (await deleteWhere(db, 'groups', { id, is_system: false })) return 'deleted';
       const group = await db.selectFrom('groups').select('is_system').where('id', '=', id).executeTakeFirst();
       return group?.is_system ? 'system' : 'unknown';
     },
@@ -103,13 +98,7 @@ export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
       groupId: string,
       executor: Kysely<WorkspaceDatabase> = db,
     ): Promise<boolean> {
-      const removed = await executor
-        .deleteFrom('user_groups')
-        .where('user_id', '=', userId)
-        .where('group_id', '=', groupId)
-        .returning('user_id')
-        .executeTakeFirst();
-      return removed !== undefined;
+      return deleteWhere(executor, 'user_groups', { user_id: userId, group_id: groupId });
     },
 
     /** One statement; an id that is undefined (malformed) names nothing. */

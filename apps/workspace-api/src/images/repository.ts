@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
-import { inBatches } from '../db/batches';
 import type { ImageRow, NewImage, WorkspaceDatabase } from '../db/schema';
+import { deleteWhere, insertMissing } from '../db/statements';
 import type { InstalledEntry } from './registry';
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
@@ -38,21 +38,12 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** Installs many entries (batched); answers the names actually installed (the others existed). */
     async installMany(entries: InstalledEntry[]): Promise<Set<string>> {
-      const rows = await inBatches(entries, (batch) =>
-        db
-          .insertInto('images')
-          .values(batch.map(toNewImage))
-          .onConflict((oc) => oc.column('name').doNothing())
-          .returning('name')
-          .execute(),
-      );
-      return new Set(rows.map((r) => r.name));
+      return new Set(await insertMissing(db, 'images', entries.map(toNewImage), ['name'], 'name'));
     },
 
     /** Deletes an image; its group allow-list entries go with it (foreign key cascade). False when there was none. */
     async delete(id: string): Promise<boolean> {
-      const deleted = await db.deleteFrom('images').where('id', '=', id).returning('id').executeTakeFirst();
-      return deleted !== undefined;
+      return deleteWhere(db, 'images', { id });
     },
 
     async groupExists(groupId: string): Promise<boolean> {
@@ -109,15 +100,7 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** Allows many pairs (seeding), batched; pairs already allowed are left alone. */
     async addManyToGroups(pairs: { group_id: string; image_id: string }[]): Promise<number> {
-      const added = await inBatches(pairs, (batch) =>
-        db
-          .insertInto('group_images')
-          .values(batch)
-          .onConflict((oc) => oc.columns(['group_id', 'image_id']).doNothing())
-          .returning('image_id')
-          .execute(),
-      );
-      return added.length;
+      return (await insertMissing(db, 'group_images', pairs, ['group_id', 'image_id'], 'image_id')).length;
     },
 
     /**
@@ -125,13 +108,7 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
      * group and the image exist (removal is idempotent, like adding).
      */
     async removeFromGroup(groupId: string, imageId: string): Promise<GroupImageChange> {
-      const removed = await db
-        .deleteFrom('group_images')
-        .where('group_id', '=', groupId)
-        .where('image_id', '=', imageId)
-        .returning('image_id')
-        .executeTakeFirst();
-      if (removed) return 'done';
+      if (await deleteWhere(db, 'group_images', { group_id: groupId, image_id: imageId })) return 'done';
       const { group, image } = await db
         .selectNoFrom((eb) => [
           eb.exists(eb.selectFrom('groups').select('id').where('id', '=', groupId)).as('group'),

@@ -19,6 +19,10 @@ export function required<T>(value: T | null | undefined, Missing: new () => Erro
   return value;
 }
 
+/** A required name or id: absent, null and blank strings are `Missing` (see `required`). */
+export const requiredNamed = (value: string | null | undefined, Missing?: new () => Error): string =>
+  required(named(value), Missing);
+
 /**
  * What a client's id names: `find` sees only well-formed ids (in the database's form); a malformed
  * id and one that names nothing (`find` answers undefined or false) are both `unknown()`.

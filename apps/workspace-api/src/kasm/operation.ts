@@ -1,4 +1,5 @@
-import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyPluginAsync, RouteShorthandOptions } from 'fastify';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { errorResponses } from '@platform/http-kit';
 import type { OperationAccess } from '../auth/permissions';
 import { kasmDialect } from '../errors';
@@ -35,28 +36,53 @@ export function operation(access: OperationAccess, tag: string, summary: string,
   };
 }
 
-export interface OperationSpec<B extends TSchema, R extends TSchema> {
+/** One Kasm operation: `POST /api/public/<name>`, its documentation and rule, and its answer. */
+export interface KasmOperation<B extends TSchema, R extends TSchema, S> {
+  /** The path under `/api/public/`, as Kasm clients call it. */
+  name: string;
   access: OperationAccess;
   summary: string;
   description: string;
   body: B;
   /** The success (200) answer. */
   response: R;
+  /**
+   * Answers a body that passed `body`'s schema, with the feature's service; a Kasm error thrown is
+   * answered in the Kasm dialect.
+   */
+  answer(body: Static<B>, service: S): Promise<Static<R>>;
 }
 
 /**
- * The route options of one feature's `POST` operations (all under its tag): `operation`'s, with
- * the body and the success answer.
+ * One feature's operations, all under its tag and answered by one service: `add` declares each,
+ * `plugin` registers them (in that order) as `POST /<name>` with `operation`'s route options, the
+ * body and the success answer.
  */
-export const operationsOf =
-  (tag: string) =>
-  <B extends TSchema, R extends TSchema>({
-    access,
-    summary,
-    description,
-    body,
-    response,
-  }: OperationSpec<B, R>) => {
-    const op = operation(access, tag, summary, description);
-    return { config: op.config, schema: { ...op.schema, body, response: { 200: response, ...op.errors } } };
+export function operationsOf<S>(tag: string, createService: (app: FastifyInstance) => S) {
+  const operations: KasmOperation<TSchema, TSchema, S>[] = [];
+  const plugin: FastifyPluginAsync = async (app) => {
+    const service = createService(app);
+    for (const { name, access, summary, description, body, response, answer } of operations) {
+      const op = operation(access, tag, summary, description);
+      const options: RouteShorthandOptions = {
+        config: op.config,
+        schema: { ...op.schema, body, response: { 200: response, ...op.errors } },
+      };
+      app.post(`/${name}`, options, (request) => answer(request.body, service));
+    }
+  };
+  return {
+    add<B extends TSchema, R extends TSchema>(op: KasmOperation<B, R, S>) {
+      operations.push(op);
+    },
+    plugin,
+  };
+}
+
+/** The answer of an operation that answers `{}` once `act` is done. */
+export const answerEmpty =
+  <B, S>(act: (body: B, service: S) => Promise<unknown>) =>
+  async (body: B, service: S): Promise<Record<string, never>> => {
+    await act(body, service);
+    return {};
   };

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
 import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
+import { deleteWhere } from '../db/statements';
 import { ALL_USERS_GROUP_ID } from '../kasm/wire';
 
 /** One membership of a user, with what the wire shows of the group. */
@@ -99,8 +100,7 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** Deletes a user (memberships go with them); false when there was none. */
     async delete(id: string): Promise<boolean> {
-      const deleted = await db.deleteFrom('users').where('id', '=', id).returning('id').executeTakeFirst();
-      return deleted !== undefined;
+      return deleteWhere(db, 'users', { id });
     },
   };
 }

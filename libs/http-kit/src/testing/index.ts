@@ -1,3 +1,7 @@
 export * from './app';
+export * from './child-process';
 export * from './chromium';
+export * from './dialect';
+export * from './hooks';
+export * from './outage';
 export * from './readiness';
