@@ -46,6 +46,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     // JSON body is still a 400.
     requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'as-empty-object' },
     notFoundDetail: 'Not Found',
+    secretHeaders: ['api-key-secret'],
     migrations,
     database: deps.database,
     docs: {

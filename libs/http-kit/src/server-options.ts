@@ -11,6 +11,8 @@ export interface ServerOptionsInput {
   trustProxy?: boolean | string;
   /** `pretty` prints human-readable lines (local runs); `json` is for log shippers. */
   logFormat?: 'json' | 'pretty';
+  /** The service's own credential headers, censored wherever a log line carries request headers. */
+  secretHeaders?: string[];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -26,7 +28,7 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
       redact: [
         'req.headers.authorization',
         'req.headers.cookie',
-        'req.headers["api-key-secret"]',
+        ...(input.secretHeaders ?? []).map((name) => `req.headers[${JSON.stringify(name.toLowerCase())}]`),
         'res.headers["set-cookie"]',
       ],
       ...(input.logFormat === 'pretty'

@@ -20,6 +20,8 @@ export interface ServiceAppOptions {
   cors: PlatformOptions['cors'];
   /** Fixed detail for unknown paths (default: names the method and path). */
   notFoundDetail?: string;
+  /** Credential headers of its own (beyond Authorization and Cookie) that logs must never show. */
+  secretHeaders?: string[];
   /** The service's migrations (its static index), run on start when `config.migrateOnStart`. */
   migrations: Record<string, Migration>;
   /** An already-open database (tests); the app then leaves closing it to the caller. */
@@ -41,6 +43,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
       logFormat: config.logFormat,
       bodyLimit: options.bodyLimit,
       trustProxy: config.trustProxy,
+      secretHeaders: options.secretHeaders,
     }),
   );
   // Typed by the service's own `FastifyInstance.config` declaration.

@@ -448,3 +448,34 @@ describe('listening', () => {
     }
   });
 });
+
+describe('logs', () => {
+  test("credentials are censored wherever a log line carries request headers, the service's own included", async () => {
+    const lines: string[] = [];
+    const options = serverOptions({ logLevel: 'info', secretHeaders: ['X-Service-Secret'] });
+    const stream = { write: (line: string) => lines.push(line) };
+    // A service that logs request headers (here: every request's, through the req serializer).
+    const app = Fastify({
+      ...options,
+      logger: {
+        ...(options.logger as object),
+        stream,
+        serializers: { req: (req) => ({ headers: req.headers }) },
+      },
+    });
+    app.get('/echo', async () => ({}));
+    await app.inject({
+      url: '/echo',
+      headers: {
+        authorization: 'Bearer t0ken',
+        cookie: 'refresh_token=r3fresh',
+        'x-service-secret': 's3cret',
+        'x-other': 'visible',
+      },
+    });
+    await app.close();
+    const logged = lines.join('\n');
+    expect(logged).toContain('"x-other":"visible"');
+    for (const secret of ['t0ken', 'r3fresh', 's3cret']) expect(logged).not.toContain(secret);
+  });
+});
