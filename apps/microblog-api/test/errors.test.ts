@@ -262,6 +262,15 @@ describe('400 Bad Request', () => {
       ['before=0', 'before'],
       ['before=x', 'before'],
       ['topic=gaming', 'topic'],
+      // Non-finite numbers: coerced from text they are numbers, but no integer in range.
+      ['limit=Infinity', 'limit'],
+      ['limit=-Infinity', 'limit'],
+      ['limit=1e400', 'limit'],
+      ['limit=NaN', 'limit'],
+      ['before=Infinity', 'before'],
+      ['before=-Infinity', 'before'],
+      ['before=1e309', 'before'],
+      ['before=NaN', 'before'],
     ])('GET /api/microblog?%s', async (query, field) => {
       const res = await app.inject({ method: 'GET', url: `/api/microblog?${query}` });
       expectProblem(res, 400, { fields: [field] });

@@ -1,8 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
 import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
+import { ARGON2_PARALLELISM } from './users/passwords';
 
 export const DEFAULT_SECRET_KEY = 'top-secret!';
+/** Shortest SECRET_KEY production accepts: an HS256 key should be at least as long as its hash (32 bytes). */
+export const MIN_PRODUCTION_SECRET_LENGTH = 32;
+/** argon2's own bounds (32-bit counts; at least 8 KiB of memory per lane), so a bad cost fails at start, not at login. */
+const ARGON2_MAX = 2 ** 32 - 1;
 
 /** The service's environment, one schema: names and defaults are the Flask backend's. */
 export const EnvSchema = Type.Object({
@@ -10,7 +15,7 @@ export const EnvSchema = Type.Object({
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development',
     description:
-      'production: Secure/SameSite=None cookies with CORS, refuses the default SECRET_KEY and DISABLE_AUTH',
+      'production: Secure/SameSite=None cookies with CORS, refuses the default SECRET_KEY, one shorter than 32 characters, and DISABLE_AUTH',
   }),
   SECRET_KEY: Type.String({
     minLength: 1,
@@ -43,8 +48,13 @@ export const EnvSchema = Type.Object({
   /** More OAuth2 providers as JSON: {"name": {client_id, client_secret, authorize_url, access_token_url, userinfo_url, scopes}}. */
   OAUTH2_PROVIDERS: Type.Optional(Type.String()),
   /** argon2id cost; tests lower it. Defaults are the library's (~150-190 ms a hash here). */
-  ARGON2_MEMORY_KIB: Type.Integer({ minimum: 8, default: 65536 }),
-  ARGON2_TIME_COST: Type.Integer({ minimum: 1, default: 3 }),
+  ARGON2_MEMORY_KIB: Type.Integer({
+    minimum: 8 * ARGON2_PARALLELISM,
+    maximum: ARGON2_MAX,
+    default: 65536,
+    description: `KiB per hash; at least ${8 * ARGON2_PARALLELISM} (8 per lane, ${ARGON2_PARALLELISM} lanes)`,
+  }),
+  ARGON2_TIME_COST: Type.Integer({ minimum: 1, maximum: ARGON2_MAX, default: 3 }),
 });
 
 export const OAuth2ProviderSchema = Type.Object({
@@ -146,6 +156,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (mode === 'production' && e.SECRET_KEY === DEFAULT_SECRET_KEY) {
     throw new Error(
       'invalid configuration:\n  SECRET_KEY: set a secret of your own in production (the default is public)',
+    );
+  }
+  if (mode === 'production' && e.SECRET_KEY.length < MIN_PRODUCTION_SECRET_LENGTH) {
+    throw new Error(
+      `invalid configuration:\n  SECRET_KEY: must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters in production (a random one: openssl rand -hex 32)`,
     );
   }
   const disableAuth = e.DISABLE_AUTH;

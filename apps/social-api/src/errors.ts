@@ -30,11 +30,18 @@ export const Forbidden = E(
   "You don't have the permission to access the requested resource. It is either read-protected or not readable by the server.",
   403,
 );
-export const NotFound = E(
-  'NOT_FOUND',
-  'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
-  404,
-);
+const NOT_FOUND_DESCRIPTION =
+  'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.';
+export const NotFound = E('NOT_FOUND', NOT_FOUND_DESCRIPTION, 404);
+
+/**
+ * Werkzeug's texts for the statuses Flask answers itself, whatever the cause: an unknown path and a
+ * known path with another method. The platform's own details ("No such path: …") stay in the log.
+ */
+const WERKZEUG_DESCRIPTIONS: Partial<Record<number, string>> = {
+  404: NOT_FOUND_DESCRIPTION,
+  405: 'The method is not allowed for the requested URL.',
+};
 export const Conflict = E(
   'CONFLICT',
   'A conflict happened while processing the request. The resource might have been modified while the request was being processed.',
@@ -172,7 +179,12 @@ export const socialDialect: ErrorDialect = {
   schemas: [SocialError],
   contentType: 'application/json; charset=utf-8',
   body: (p): SocialError => {
-    if (!p.fields) return { code: p.status, message: reasonPhrase(p.status), description: p.detail };
+    if (!p.fields)
+      return {
+        code: p.status,
+        message: reasonPhrase(p.status),
+        description: WERKZEUG_DESCRIPTIONS[p.status] ?? p.detail,
+      };
     const byField: Record<string, string[]> = {};
     for (const f of p.fields) (byField[f.field] ??= []).push(f.message);
     return {

@@ -16,6 +16,11 @@ const ORIGIN = 'http://localhost:3000';
 const JSON_TYPE = /^application\/json/;
 const BEARER = 'Bearer realm="Authentication Required"';
 const REASONS = { 404: 'Not Found', 405: 'Method Not Allowed' };
+/** What Flask (werkzeug) says for an unknown path and for a known path with another method. */
+const WERKZEUG = {
+  404: 'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
+  405: 'The method is not allowed for the requested URL.',
+};
 
 let s: TestServer;
 let alice: TestUser;
@@ -79,8 +84,9 @@ describe('the error envelope on every error path', () => {
     ['known route, wrong method:', 'PATCH', '/api/posts/1', 405],
     ['known route, wrong method:', 'GET', '/api/tokens/reset', 405],
     ['known route, wrong method:', 'DELETE', '/api/me/following', 405],
-  ] as const)('%s %s %s → %i JSON', async (_what, method, path, status) => {
-    expectError(await call(method, path, { token: alice.token }), status, REASONS[status]);
+  ] as const)("%s %s %s → %i JSON with werkzeug's description", async (_what, method, path, status) => {
+    const body = expectError(await call(method, path, { token: alice.token }), status, REASONS[status]);
+    expect(body.description).toBe(WERKZEUG[status]);
   });
 
   test.each([

@@ -377,6 +377,40 @@ describe('the 105 posts and the 26 followers', () => {
       expectPlainBadRequest(await get(`${u}?offset=-1`, loner.token));
       expectPlainBadRequest(await get(`${u}?limit=0`, loner.token));
     });
+
+    test.each([
+      '/api/feed',
+      '/api/me/following',
+      '/api/me/followers',
+      '/api/users',
+      '/api/posts',
+      '/api/users/<loner>/posts',
+    ])(
+      '%s with values no integer can hold → errors.query in marshmallow wording, never a 500',
+      async (route) => {
+        const u = route.replace('<loner>', String(loner.id));
+        for (const field of ['offset', 'limit']) {
+          for (const value of ['Infinity', '-Infinity', '1e309', '-1e309']) {
+            const res = await get(`${u}?${field}=${value}`, loner.token);
+            expectQueryErrors(res, { [field]: ['Not a valid integer.'] });
+          }
+        }
+        // `after` is text: a timestamp it cannot read is a 400; on follower lists it is a username.
+        for (const value of ['Infinity', '-Infinity', '1e309']) {
+          const res = await get(`${u}?after=${value}`, loner.token);
+          if (u.endsWith('/following') || u.endsWith('/followers')) {
+            expect(res.statusCode).toBe(200);
+            expect(res.json()).toEqual({
+              pagination: { limit: 25, offset: 0, count: 0, total: 0 },
+              data: [],
+            });
+          } else {
+            expect(res.statusCode).toBe(400);
+            expect(res.json()).toMatchObject({ code: 400 });
+          }
+        }
+      },
+    );
   });
 
   test('collections of an unknown user → 404', async () => {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -392,62 +392,53 @@ describe('password reset by email (SMTP)', () => {
   });
 });
 
-describe('password reset without MAIL_SERVER (the real service, mails to the log)', () => {
+/** The real service (`src/main.ts`) in a child process with a fresh schema, its JSON log lines collected. */
+async function startService(mode: 'development' | 'production') {
   const repoRoot = resolve(__dirname, '..', '..', '..');
-  let child: ChildProcess | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
   const lines: Record<string, unknown>[] = [];
-
-  afterAll(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child?.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+  const port = await freePort();
+  const fresh = testDatabase('social');
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: mode,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    LOG_FORMAT: 'json',
+    PASSWORD_RESET_URL: RESET_URL,
+    ARGON2_MEMORY_KIB: '1024',
+    ARGON2_TIME_COST: '1',
+    DATABASE_URL: fresh.config.url,
+    DB_SCHEMA: fresh.config.schema,
+    ...(mode === 'production' ? { SECRET_KEY: 'a production secret of at least 32 characters' } : {}),
+  };
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@platform/source', '--import', 'tsx', 'apps/social-api/src/main.ts'],
+    { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      lines.push({ unparsed: line });
     }
-    await dropDatabase?.();
   });
-
-  test('the reset mail (with a working link) is written to the log as JSON', async () => {
-    const port = await freePort();
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: 'development',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      LOG_FORMAT: 'json',
-      PASSWORD_RESET_URL: RESET_URL,
-      ARGON2_MEMORY_KIB: '1024',
-      ARGON2_TIME_COST: '1',
-    };
-    const fresh = testDatabase('social');
-    env.DATABASE_URL = fresh.config.url;
-    env.DB_SCHEMA = fresh.config.schema;
-    dropDatabase = fresh.cleanup;
-
-    child = spawn(
-      process.execPath,
-      ['--conditions=@platform/source', '--import', 'tsx', 'apps/social-api/src/main.ts'],
-      {
-        cwd: repoRoot,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ unparsed: line });
-      }
-    });
-    const base = `http://127.0.0.1:${port}`;
-    const exited = () =>
-      child?.exitCode !== null ? `the service exited (${child?.exitCode}): ${stderr}` : undefined;
-
+  const base = `http://127.0.0.1:${port}`;
+  const exited = () =>
+    child.exitCode !== null ? `the service exited (${child.exitCode}): ${stderr}` : undefined;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await gone;
+    }
+    await fresh.cleanup();
+  };
+  try {
     await waitFor(
       'the service to listen',
       () => {
@@ -457,6 +448,23 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
       },
       45_000,
     );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { base, lines, exited, stop };
+}
+
+describe('password reset without MAIL_SERVER (the real service, mails to the log)', () => {
+  let service: Awaited<ReturnType<typeof startService>> | undefined;
+
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  test('the reset mail (with a working link) is written to the log as JSON', async () => {
+    service = await startService('development');
+    const { base, lines, exited } = service;
 
     const created = await fetch(`${base}/api/users`, {
       method: 'POST',
@@ -519,6 +527,46 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
     );
     const logged = lines.filter((l) => l.mail !== undefined).map((l) => (l.mail as { to: string }).to);
     expect(logged).toEqual(['logged@example.com', 'logged@example.com']);
+    expect(exited()).toBeUndefined();
+  }, 90_000);
+});
+
+describe('password reset without MAIL_SERVER in production (the real service)', () => {
+  let service: Awaited<ReturnType<typeof startService>> | undefined;
+
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  test('neither the link nor the token is logged: a warning names the user id only', async () => {
+    service = await startService('production');
+    const { base, lines, exited } = service;
+    const created = await fetch(`${base}/api/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'prod', email: 'prod@example.com', password: 'old-secret' }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: number };
+
+    const response = await fetch(`${base}/api/tokens/reset`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'prod@example.com' }),
+    });
+    expect(response.status).toBe(204);
+
+    const warning = await waitFor('the warning', () =>
+      lines.find((l) => typeof l.msg === 'string' && l.msg.includes('reset mail is not configured')),
+    );
+    expect(warning).toMatchObject({ level: 40, userId: id });
+    // Give a mail every chance to show up, then check that nothing secret did.
+    await new Promise((r) => setTimeout(r, 300));
+    const everything = JSON.stringify(lines);
+    expect(everything).not.toContain('token=');
+    expect(everything).not.toContain(RESET_URL);
+    expect(everything).not.toContain('prod@example.com');
+    expect(lines.filter((l) => l.mail !== undefined)).toEqual([]);
     expect(exited()).toBeUndefined();
   }, 90_000);
 });

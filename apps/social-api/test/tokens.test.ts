@@ -6,6 +6,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { DEFAULT_SECRET_KEY, loadConfig } from '../src/config';
+import { createPasswords } from '../src/users/passwords';
 import { createJwt } from '../src/tokens/jwt';
 import { basic, buildTestApp, type TestApp, type TestUser } from './support/app';
 
@@ -324,6 +325,20 @@ describe('tokens (default configuration)', () => {
       const { access } = await loginPair(t, susan);
       await expectWorks(t, access, susan.id);
       expectBearer401(await me(t, `${access}x`));
+    });
+
+    test("a signature re-spelt in the last character's unused bits (same bytes) is refused", async () => {
+      const { access } = await loginPair(t, susan);
+      await expectWorks(t, access, susan.id);
+      const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      // 32 signature bytes in 43 characters: the last one's two low bits are padding.
+      const last = ALPHABET.indexOf(access.slice(-1));
+      const sibling = `${access.slice(0, -1)}${ALPHABET[last ^ 1]}`;
+      const signature = (jwt: string) => Buffer.from(jwt.split('.')[2], 'base64url');
+      expect(sibling).not.toBe(access);
+      expect(signature(sibling).equals(signature(access))).toBe(true);
+      expectBearer401(await me(t, sibling));
+      await expectWorks(t, access, susan.id);
     });
 
     test('a JWT carrying a live token id but signed with another key is refused', async () => {
@@ -862,7 +877,7 @@ describe('REFRESH_TOKEN_IN_BODY=yes, REFRESH_TOKEN_IN_COOKIE=no, ACCESS_TOKEN_MI
 describe('production mode (NODE_ENV=production, own SECRET_KEY)', () => {
   let t: TestApp;
   let user: TestUser;
-  const secret = 'a-production-secret-of-our-own';
+  const secret = 'a-production-secret-of-our-own-32+';
 
   variant({ NODE_ENV: 'production', SECRET_KEY: secret }, async (app) => {
     t = app;
@@ -971,17 +986,42 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ACCESS_TOKEN_MINUTES: '0' })).toThrow(/ACCESS_TOKEN_MINUTES/);
   });
 
+  const PRODUCTION_SECRET = 'a-production-secret-of-32-characters';
   test('cookie attributes by mode', () => {
     expect(loadConfig({}).cookie).toEqual({ secure: false, sameSite: 'lax' });
     expect(loadConfig({ USE_CORS: 'no' }).cookie).toEqual({ secure: false, sameSite: 'strict' });
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret' }).cookie).toEqual({
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET }).cookie).toEqual({
       secure: true,
       sameSite: 'none',
     });
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', USE_CORS: 'no' }).cookie).toEqual({
+    expect(
+      loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET, USE_CORS: 'no' }).cookie,
+    ).toEqual({
       secure: true,
       sameSite: 'strict',
     });
+  });
+
+  test('production refuses a SECRET_KEY shorter than 32 characters, and says so', () => {
+    const short = 'x'.repeat(31);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x' })).toThrow(/SECRET_KEY.*at least 32/);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: short })).toThrow(
+      /SECRET_KEY.*at least 32/,
+    );
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: `${short}x` }).secretKey).toBe(`${short}x`);
+    // Development and tests keep short keys (the default is one).
+    expect(loadConfig({ SECRET_KEY: 'x' }).secretKey).toBe('x');
+  });
+
+  test('ARGON2_* costs that argon2 refuses are configuration errors at start, not 500s at login', async () => {
+    for (const bad of ['8', '31', '0', String(2 ** 32)])
+      expect(() => loadConfig({ ARGON2_MEMORY_KIB: bad })).toThrow(/ARGON2_MEMORY_KIB/);
+    for (const bad of ['0', String(2 ** 32)])
+      expect(() => loadConfig({ ARGON2_TIME_COST: bad })).toThrow(/ARGON2_TIME_COST/);
+    // The smallest accepted costs do hash and verify.
+    const config = loadConfig({ ARGON2_MEMORY_KIB: '32', ARGON2_TIME_COST: '1' });
+    const passwords = createPasswords(config.argon2);
+    expect(await passwords.verify(await passwords.hash('pw'), 'pw')).toBe(true);
   });
 
   test('production refuses the default SECRET_KEY', () => {
@@ -990,19 +1030,19 @@ describe('loadConfig', () => {
       /SECRET_KEY/,
     );
     expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: '' })).toThrow(/SECRET_KEY/);
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret' }).mode).toBe('production');
+    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET }).mode).toBe('production');
   });
 
   test('production refuses DISABLE_AUTH', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: 'yes' })).toThrow(
-      /DISABLE_AUTH/,
-    );
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: '1' })).toThrow(
-      /DISABLE_AUTH/,
-    );
-    expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: 's3cret', DISABLE_AUTH: 'no' }).disableAuth).toBe(
-      false,
-    );
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET, DISABLE_AUTH: 'yes' }),
+    ).toThrow(/DISABLE_AUTH/);
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET, DISABLE_AUTH: '1' }),
+    ).toThrow(/DISABLE_AUTH/);
+    expect(
+      loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET, DISABLE_AUTH: 'no' }).disableAuth,
+    ).toBe(false);
     expect(loadConfig({ DISABLE_AUTH: 'yes' }).disableAuth).toBe(true);
   });
 });

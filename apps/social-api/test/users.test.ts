@@ -220,6 +220,27 @@ describe('POST /api/users (registration)', () => {
     });
   });
 
+  test("the unique checks run beside other fields' errors: every field's error comes back at once", async () => {
+    expect(
+      (await register({ username: 'allatonce', email: 'allatonce@example.com', password: 'dog' })).statusCode,
+    ).toBe(201);
+    expectJsonErrors(
+      await register({ username: '9abc', email: 'allatonce@example.com', password: 'x', extra: true }),
+      {
+        username: ['Username must start with a letter'],
+        email: ['Use a different email.'],
+        password: ['Shorter than minimum length 3.'],
+        extra: ['Unknown field.'],
+      },
+    );
+    expectJsonErrors(await register({ username: 'allatonce', email: 'nope', password: 'dog' }), {
+      username: ['Use a different username.'],
+      email: ['Not a valid email address.'],
+    });
+    // A body that is not an object checks nothing else.
+    expectJsonErrors(await register([1]), { _schema: ['Invalid input type.'] });
+  });
+
   test('malformed JSON → 400 without errors', async () => {
     const res = await register('{"username": "broken", ', { 'content-type': 'application/json' });
     expect(res.statusCode).toBe(400);
@@ -449,6 +470,30 @@ describe('GET and PUT /api/me', () => {
     });
   });
 
+  test("PUT /api/me: the unique and old_password checks run beside other fields' errors, all at once", async () => {
+    const me = await t.register({ username: 'allchanges', password: 'first' });
+    const other = await t.register({ username: 'alltaken' });
+    expectJsonErrors(
+      await putMe(me.token, { username: '9abc', email: other.email, password: 'x', extra: true }),
+      {
+        username: ['Username must start with a letter'],
+        email: ['Use a different email.'],
+        password: ['Shorter than minimum length 3.'],
+        extra: ['Unknown field.'],
+      },
+    );
+    expectJsonErrors(
+      await putMe(me.token, { username: 'alltaken', about_me: 'z'.repeat(141), old_password: 'wrong' }),
+      {
+        username: ['Use a different username.'],
+        about_me: ['Longer than maximum length 140.'],
+        old_password: ['Password is incorrect'],
+      },
+    );
+    expect((await get(me.token, '/api/me')).json()).toMatchObject({ username: 'allchanges' });
+    expect((await t.login('allchanges', 'first')).statusCode).toBe(200);
+  });
+
   test.each<[string, Record<string, unknown>, Record<string, string[]>]>([
     ['unknown field', { foo: 1 }, { foo: ['Unknown field.'] }],
     ['dump-only id', { id: 1 }, { id: ['Unknown field.'] }],
@@ -496,6 +541,26 @@ describe('GET and PUT /api/me', () => {
     expect(old.statusCode).toBe(401);
     expect(old.headers['www-authenticate']).toBe('Form');
     expect((await t.login('changer', 'second')).statusCode).toBe(200);
+  });
+
+  test('a password change ends every other session; the one that made it keeps working', async () => {
+    const me = await t.register({ username: 'sessions', password: 'first' });
+    const other = await t.login('sessions', 'first');
+    expect(other.statusCode).toBe(200);
+    const otherToken = (other.json() as { access_token: string }).access_token;
+    expect((await get(otherToken, '/api/me')).statusCode).toBe(200);
+    const someoneElse = await t.register({ username: 'bystander', password: 'first' });
+
+    expect((await putMe(me.token, { password: 'second', old_password: 'first' })).statusCode).toBe(200);
+
+    const ended = await get(otherToken, '/api/me');
+    expect(ended.statusCode).toBe(401);
+    expect((await get(me.token, '/api/me')).statusCode).toBe(200);
+    expect((await get(someoneElse.token, '/api/me')).statusCode).toBe(200);
+    // A change that is not a password's ends nothing.
+    const third = (await t.login('sessions', 'second')).json() as { access_token: string };
+    expect((await putMe(me.token, { about_me: 'still here' })).statusCode).toBe(200);
+    expect((await get(third.access_token, '/api/me')).statusCode).toBe(200);
   });
 
   test('a user without a password cannot set one through PUT /api/me', async () => {

@@ -15,7 +15,22 @@ export interface DatabaseConfig {
   poolMax?: number;
   /** How long a request waits for a connection before the database counts as unavailable. */
   connectTimeoutMs?: number;
+  /**
+   * The server cancels a statement running longer (`statement_timeout`, SQLSTATE 57014, a 503);
+   * 0 = no limit. Default `DEFAULT_STATEMENT_TIMEOUT_MS`. Migrations run without it.
+   */
+  statementTimeoutMs?: number;
+  /**
+   * The client gives up on a query unanswered this long (pg's `query_timeout`, "Query read timeout",
+   * a 503): what ends a query when the server is frozen or partitioned away and cannot cancel it
+   * itself; 0 = no limit. Default: the statement timeout plus `QUERY_TIMEOUT_MARGIN_MS`, so the
+   * server's cancellation normally comes first (0 when the statement timeout is 0).
+   */
+  queryTimeoutMs?: number;
 }
+
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
+export const QUERY_TIMEOUT_MARGIN_MS = 5_000;
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
@@ -63,13 +78,19 @@ function openPool<DB>(
   options: OpenDatabaseOptions,
   afterDestroy?: () => Promise<void>,
 ): Database<DB> {
+  const statementTimeout = config.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  const queryTimeout =
+    config.queryTimeoutMs ?? (statementTimeout > 0 ? statementTimeout + QUERY_TIMEOUT_MARGIN_MS : 0);
   const pool = new Pool({
     connectionString: url,
     max: config.poolMax ?? 10,
     connectionTimeoutMillis: config.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
-    // Every connection starts in the service's schema (atproto's pattern): no query names it.
-    options: `-c search_path=${config.schema}`,
+    // Every connection starts in the service's schema (atproto's pattern): no query names it; and
+    // with the statement timeout as its default (migrations lift it on their own connection).
+    options: `-c search_path=${config.schema} -c statement_timeout=${Math.trunc(statementTimeout)}`,
+    // pg's option is `false`, not 0, for "no limit".
+    query_timeout: queryTimeout > 0 ? queryTimeout : undefined,
   });
   // pg emits a client's network error as an 'error' event: the pool listens while the client is
   // idle, nobody while it is checked out, and an unheard 'error' event crashes the process. The

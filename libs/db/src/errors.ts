@@ -8,14 +8,19 @@ const NETWORK_CODES = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
 ]);
-// admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
-const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+// admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections, and query_canceled: a
+// statement cancelled by `statement_timeout` (or by an operator) got no answer in time, because the
+// database is stalled or overloaded; like an outage, nothing the client sent was wrong and a retry
+// later may succeed. (A lock wait timeout is 55P03, a conflict, and stays out.)
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
 const DRIVER_MESSAGES = [
   /Connection terminated/i,
   /timeout exceeded when trying to connect/i,
   /Client has encountered a connection error/i,
   /Connection refused/i,
   /database ping timed out/i,
+  // pg's client-side `query_timeout`: no answer at all, a frozen or partitioned server.
+  /Query read timeout/i,
 ];
 
 /**

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import { assertSchemaName } from './connection';
 
 export type { Migration };
@@ -6,7 +6,10 @@ export type { Migration };
 /**
  * Brings the service's schema up to date. Migrations are listed statically (an index file per
  * service, names sortable by timestamp) and their bookkeeping tables live inside the schema, so
- * services sharing one database never see each other's history.
+ * services sharing one database never see each other's history. They run on one connection with
+ * the statement timeout lifted (a migration may rewrite a big table for longer than any request may
+ * take); pg's client-side query timeout still applies, so a migration longer than that runs through
+ * the command line (`migrate`), whose database has no timeouts.
  */
 export async function migrateToLatest(
   // Migrations are frozen in time and see any database as Kysely<any>.
@@ -16,6 +19,27 @@ export async function migrateToLatest(
   migrations: Record<string, Migration>,
 ): Promise<string[]> {
   assertSchemaName(schema);
+  return db.connection().execute(async (connection) => {
+    await sql`set statement_timeout = 0`.execute(connection);
+    let applied: string[];
+    try {
+      applied = await migrate(connection, schema, migrations);
+    } catch (error) {
+      // The connection goes back to the pool either way; when it is broken the pool drops it.
+      await sql`reset statement_timeout`.execute(connection).catch(() => undefined);
+      throw error;
+    }
+    await sql`reset statement_timeout`.execute(connection);
+    return applied;
+  });
+}
+
+async function migrate(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  db: Kysely<any>,
+  schema: string,
+  migrations: Record<string, Migration>,
+): Promise<string[]> {
   const migrator = new Migrator({
     db,
     migrationTableSchema: schema,

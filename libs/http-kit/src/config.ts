@@ -1,5 +1,5 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import { DEFAULT_LOCAL_PG_PORT, type DatabaseConfig } from '@platform/db';
+import { DEFAULT_LOCAL_PG_PORT, DEFAULT_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '@platform/db';
 import { EnvFlag } from '@platform/schema';
 
 /**
@@ -28,6 +28,12 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
     }),
     DB_SCHEMA: Type.String({ default: defaults.schema, pattern: '^[a-z_][a-z0-9_]*$' }),
     DB_POOL_MAX: Type.Integer({ minimum: 1, default: 10 }),
+    DB_STATEMENT_TIMEOUT_MS: Type.Integer({
+      minimum: 0,
+      default: DEFAULT_STATEMENT_TIMEOUT_MS,
+      description:
+        'Longest a statement may run before it is cancelled (a 503); the client gives up 5 s later. 0 = no limit',
+    }),
     MIGRATE_ON_START: EnvFlag(true),
     CORS_ORIGINS: Type.String({ default: '*', description: '`*` or a comma-separated list of origins' }),
     TRUST_PROXY: Type.String({
@@ -39,6 +45,12 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
       { default: 'info' },
     ),
     LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], { default: 'json' }),
+    METRICS_TOKEN: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'When set, /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset: open',
+      }),
+    ),
   };
 }
 
@@ -54,6 +66,8 @@ export interface ServiceConfig {
   trustProxy: boolean | string;
   logLevel: string;
   logFormat: 'json' | 'pretty';
+  /** Bearer token /metrics requires; unset: /metrics is open. */
+  metricsToken?: string;
 }
 
 export function serviceConfig(e: ServiceEnv): ServiceConfig {
@@ -66,6 +80,7 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
       localPort: e.LOCAL_PG_PORT,
       schema: e.DB_SCHEMA,
       poolMax: e.DB_POOL_MAX,
+      statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     },
     migrateOnStart: e.MIGRATE_ON_START,
     corsOrigins:
@@ -77,5 +92,6 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
     trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',
+    metricsToken: e.METRICS_TOKEN || undefined,
   };
 }

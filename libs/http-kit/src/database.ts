@@ -1,11 +1,14 @@
+import type { onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import {
+  isDatabaseUnavailable,
   migrateToLatest,
   openDatabase,
   type Database,
   type DatabaseConfig,
   type Migration,
 } from '@platform/db';
+import { ServiceUnavailableError } from './errors';
 
 // Each service declares `FastifyInstance.database` with its own table types.
 
@@ -18,7 +21,17 @@ export interface DatabasePluginOptions {
   database?: Database<any>;
 }
 
-/** The app's way to its database: opens it (or takes the given one), migrates it, and closes it with the app. */
+/** Back-off of the migration retries while the database is unreachable at start. */
+export const MIGRATION_RETRY = { firstDelayMs: 500, maxDelayMs: 10_000 } as const;
+
+/**
+ * The app's way to its database: opens it (or takes the given one), migrates it, and closes it with
+ * the app. When the database cannot be reached at start (started beside it by compose or
+ * Kubernetes), the app starts anyway, not ready: it retries migrating in the background with
+ * exponential back-off, and until that succeeds its readiness fails and the service's own routes
+ * (those registered after this plugin; not health, metrics or docs) answer 503. A migration that
+ * fails for another reason (an SQL error) still fails the start.
+ */
 export const databasePlugin = fp(
   async function databasePlugin(app, options: DatabasePluginOptions) {
     const owned = !options.database;
@@ -28,24 +41,92 @@ export const databasePlugin = fp(
         onConnectionError: (err) =>
           app.log.warn({ err }, 'database connection lost; the pool will reconnect'),
       }));
-    if (options.migrateOnStart) await migrateToLatest(database.db, database.schema, options.migrations);
-    // Typed by the service's own `FastifyInstance.database` declaration.
-    app.decorate('database', database as never);
-    if (owned) app.addHook('onClose', () => database.close());
+    const migrate = () => migrateToLatest(database.db, database.schema, options.migrations);
+
+    let migrated = !options.migrateOnStart;
+    if (options.migrateOnStart) {
+      try {
+        await migrate();
+        migrated = true;
+      } catch (error) {
+        if (!isDatabaseUnavailable(error)) {
+          if (owned) await database.close();
+          throw error;
+        }
+        app.log.warn(
+          { err: error },
+          'database unreachable at start; not ready until it migrates (retrying in the background)',
+        );
+      }
+    }
+    if (migrated) {
+      // Typed by the service's own `FastifyInstance.database` declaration.
+      app.decorate('database', database as never);
+      if (owned) app.addHook('onClose', () => database.close());
+      return;
+    }
+
+    // Not migrated yet: readiness and the service's routes say so, whether the database is still
+    // away or back with its schema not yet up to date.
+    const notReady = () => new ServiceUnavailableError({ cause: new Error('database not migrated yet') });
+    const gated = Object.create(database, {
+      ping: {
+        value: async (timeoutMs?: number) => {
+          if (!migrated) throw notReady();
+          await database.ping(timeoutMs);
+        },
+      },
+    }) as typeof database;
+    app.decorate('database', gated as never);
+    const awaitMigrations: onRequestHookHandler = async () => {
+      if (!migrated) throw notReady();
+    };
+    app.addHook('onRoute', (route) => {
+      route.onRequest = [awaitMigrations, ...(route.onRequest ? [route.onRequest].flat() : [])];
+    });
+
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    const retry = (delayMs: number) => {
+      timer = setTimeout(async () => {
+        try {
+          await migrate();
+          migrated = true;
+          app.log.info('database reachable and migrated: ready');
+        } catch (error) {
+          if (stopped) return;
+          if (!isDatabaseUnavailable(error)) {
+            app.log.error({ err: error }, 'migrating failed; the service stays not ready');
+            return;
+          }
+          const next = Math.min(delayMs * 2, MIGRATION_RETRY.maxDelayMs);
+          app.log.warn({ err: error, retryInMs: next }, 'database still unreachable; retrying the migration');
+          if (!stopped) retry(next);
+        }
+      }, delayMs);
+    };
+    retry(MIGRATION_RETRY.firstDelayMs);
+    app.addHook('onClose', async () => {
+      stopped = true;
+      clearTimeout(timer);
+      // A migration attempt under way fails fast once the pool ends.
+      if (owned) await database.close();
+    });
   },
   { name: 'database', fastify: '5.x' },
 );
 
 /**
  * Opens the service's database, brings its schema up to date, runs `use`, and closes the database
- * even when migrating or `use` fails: how a command of the service's command line reaches it.
+ * even when migrating or `use` fails: how a command of the service's command line reaches it. Its
+ * database has no statement or query timeout (migrations and batch commands may run long).
  */
 export async function withServiceDatabase<DB, T>(
   config: DatabaseConfig,
   migrations: Record<string, Migration>,
   use: (database: Database<DB>, applied: string[]) => Promise<T>,
 ): Promise<T> {
-  const database = await openDatabase<DB>(config);
+  const database = await openDatabase<DB>({ ...config, statementTimeoutMs: 0, queryTimeoutMs: 0 });
   try {
     const applied = await migrateToLatest(database.db, database.schema, migrations);
     return await use(database, applied);

@@ -30,6 +30,8 @@ const FIXED: Record<
   },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, detail: 'Malformed JSON body', malformedBody: true },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, detail: 'Content-Length does not match the body' },
+  FST_ERR_BAD_URL: { status: 400, detail: 'The path is not a valid URL (malformed percent-encoding)' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, detail: 'A path parameter is too long' },
 };
 
 /** Turns any error into the service-neutral `Problem` its dialect then formats. */

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import cors from '@fastify/cors';
@@ -8,9 +9,23 @@ import metrics from 'fastify-metrics';
 import { Type } from '@sinclair/typebox';
 import { errorHandling } from './error-handling';
 import { reasonPhrase, type ErrorDialect } from './dialects';
-import { ServiceUnavailableError } from './errors';
+import { createError, ServiceUnavailableError } from './errors';
 import { requestRules, type RequestRulesOptions } from './request-rules';
 import { closeConnectionsWhileDraining } from './shutdown';
+
+const MetricsUnauthorizedError = createError(
+  'PLATFORM_METRICS_UNAUTHORIZED',
+  'Metrics require a valid token: Authorization: Bearer <METRICS_TOKEN>',
+  401,
+);
+
+/** Whether `authorization` is `Bearer <token>`, compared in constant time. */
+function isBearer(authorization: string | undefined, token: string): boolean {
+  const match = /^Bearer +(.+)$/i.exec(authorization ?? '');
+  if (!match) return false;
+  const given = createHash('sha256').update(match[1].trim()).digest();
+  return timingSafeEqual(given, createHash('sha256').update(token).digest());
+}
 
 type OpenApiDocument = NonNullable<FastifyDynamicSwaggerOptions['openapi']>;
 
@@ -34,6 +49,8 @@ export interface PlatformOptions {
     /** Extra OpenAPI pieces, e.g. `components.securitySchemes`. */
     openapi?: Partial<OpenApiDocument>;
   };
+  /** When set, /metrics requires `Authorization: Bearer <metricsToken>` (401 otherwise). */
+  metricsToken?: string;
   cors: {
     /** `'*'` for any origin, `'reflect'` to echo any origin back (with credentials), or a list of allowed origins (empty: CORS off, no CORS header at all). */
     origins: '*' | 'reflect' | string[];
@@ -166,14 +183,24 @@ export const platform = fp(
       defaultMetrics: { enabled: true },
       routeMetrics: { enabled: true, registeredRoutesOnly: false, groupStatusCodes: false },
     });
-    const errors = errorResponses(options.dialect, [500]);
+    const { metricsToken } = options;
+    const errors = errorResponses(options.dialect, metricsToken ? [401, 500] : [500]);
     app.get(
       '/metrics',
       {
+        onRequest: async (request, reply) => {
+          if (metricsToken && !isBearer(request.headers.authorization, metricsToken)) {
+            reply.header('www-authenticate', 'Bearer');
+            throw new MetricsUnauthorizedError();
+          }
+        },
         schema: {
           tags: ['ops'],
           summary: 'Prometheus metrics',
-          description: 'Process and per-route request metrics in the Prometheus text exposition format.',
+          description:
+            'Process and per-route request metrics in the Prometheus text exposition format. When the ' +
+            'service sets `METRICS_TOKEN`, requires `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); ' +
+            'unset, it is open to anyone who can reach the service.',
           produces: ['text/plain'],
           response: { 200: Type.String({ description: 'Prometheus text format' }), ...errors },
         },

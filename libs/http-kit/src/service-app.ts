@@ -44,6 +44,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
       bodyLimit: options.bodyLimit,
       trustProxy: config.trustProxy,
       secretHeaders: options.secretHeaders,
+      dialect: options.dialect,
     }),
   );
   // Typed by the service's own `FastifyInstance.config` declaration.
@@ -59,6 +60,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
     notFoundDetail: options.notFoundDetail,
     docs: options.docs,
     cors: options.cors,
+    metricsToken: config.metricsToken,
   });
   await app.register(databasePlugin, {
     config: config.database,

@@ -1,13 +1,71 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+
+/** How long, while draining, a request body may go without a byte arriving before its connection is cut. */
+export const STALLED_UPLOAD_MS = 1000;
 
 /**
  * Responses sent while the server drains close their connection, so a keep-alive client does not hold
- * shutdown open until its keep-alive timeout (Fastify only reaps idle sockets).
+ * shutdown open until its keep-alive timeout (Fastify only reaps idle sockets). A request still
+ * arriving may finish arriving, but one whose body stalls (nothing for `STALLED_UPLOAD_MS`) is cut off;
+ * once no request is left, every remaining connection (headers sent byte by byte, say) is closed, so
+ * none holds `close()` until its request timeout, past the grace period.
  */
 export function closeConnectionsWhileDraining(app: FastifyInstance): void {
   let draining = false;
+  let watch: NodeJS.Timeout | undefined;
+  // Requests Fastify has started on and not yet answered.
+  const open = new Set<IncomingMessage>();
+  const progress = new Map<Socket, { bytesRead: number; since: number }>();
+
+  // A request whose connection is gone (the client left, or it was cut off) holds nothing.
+  const forgetGone = () => {
+    for (const raw of open) if (raw.socket?.destroyed ?? true) open.delete(raw);
+  };
+  const closeRemaining = () => {
+    forgetGone();
+    if (open.size === 0) app.server.closeAllConnections();
+  };
+  const cutStalledUploads = () => {
+    const now = Date.now();
+    for (const raw of open) {
+      if (raw.complete) continue;
+      const socket = raw.socket;
+      const seen = progress.get(socket);
+      if (!seen || seen.bytesRead !== socket.bytesRead)
+        progress.set(socket, { bytesRead: socket.bytesRead, since: now });
+      else if (now - seen.since >= STALLED_UPLOAD_MS) {
+        socket.destroy();
+        open.delete(raw);
+      }
+    }
+  };
+
+  app.addHook('onRequest', async (request) => {
+    open.add(request.raw);
+    // Backstop for requests that ended without onResponse or onRequestAbort.
+    if (open.size % 1024 === 0) forgetGone();
+  });
+  app.addHook('onRequestAbort', async (request) => {
+    open.delete(request.raw);
+  });
+  app.addHook('onResponse', async (request) => {
+    open.delete(request.raw);
+    // Once the response has been handed to the socket.
+    if (draining) setImmediate(closeRemaining);
+  });
   app.addHook('preClose', async () => {
     draining = true;
+    // After Fastify has stopped the server accepting connections (it does so once preClose is done).
+    setImmediate(closeRemaining);
+    watch = setInterval(() => {
+      cutStalledUploads();
+      closeRemaining();
+    }, 100);
+  });
+  app.addHook('onClose', async () => {
+    clearInterval(watch);
   });
   app.addHook('onSend', async (_request, reply) => {
     if (draining) reply.header('connection', 'close');

@@ -9,7 +9,14 @@ describe('service configuration', () => {
     expect(serviceConfig(parseEnv(schema, {}))).toEqual({
       port: 1234,
       host: '127.0.0.1',
-      database: { url: undefined, dataDir: '', localPort: 54329, schema: 'svc', poolMax: 10 },
+      database: {
+        url: undefined,
+        dataDir: '',
+        localPort: 54329,
+        schema: 'svc',
+        poolMax: 10,
+        statementTimeoutMs: 10_000,
+      },
       migrateOnStart: true,
       corsOrigins: '*',
       trustProxy: false,
@@ -24,6 +31,7 @@ describe('service configuration', () => {
         PORT: '80',
         DATABASE_URL: 'postgres://h/db',
         DB_SCHEMA: 'other',
+        DB_STATEMENT_TIMEOUT_MS: '2500',
         MIGRATE_ON_START: 'no',
         CORS_ORIGINS: 'http://a, http://b',
         TRUST_PROXY: '10.0.0.0/8',
@@ -32,7 +40,7 @@ describe('service configuration', () => {
     );
     expect(config).toMatchObject({
       port: 80,
-      database: { url: 'postgres://h/db', schema: 'other' },
+      database: { url: 'postgres://h/db', schema: 'other', statementTimeoutMs: 2500 },
       migrateOnStart: false,
       corsOrigins: ['http://a', 'http://b'],
       trustProxy: '10.0.0.0/8',

@@ -743,6 +743,13 @@ describe('docker-compose.yml', () => {
     );
   });
 
+  it('gives social-api (production mode in the image) a SECRET_KEY its production check accepts', () => {
+    const env = envOf(services['social-api'] ?? {});
+    // `${VAR:-default}`: the default is what a plain `docker compose up` runs with.
+    const value = String(env.SECRET_KEY ?? '').replace(/^\$\{[A-Z_]+:-(.*)\}$/, '$1');
+    expect(value.length).toBeGreaterThanOrEqual(32);
+  });
+
   it('gives every service that uses the database a distinct schema', () => {
     const schemas = Object.values(services)
       .map((s) => envOf(s).DB_SCHEMA)

@@ -61,6 +61,26 @@ function postIdOf(body: {
 }
 
 /**
+ * Rejects a non-finite number in the list query. Ajv coerces the text `Infinity` (or `1e400`) to
+ * Infinity and then skips its range checks, which it applies to finite numbers only, so the
+ * schema's bounds cannot catch it; the message gives the schema's own bounds.
+ */
+function rejectNonFinite(
+  query: Record<string, unknown>,
+  fields: readonly (keyof typeof ListQuery.properties)[],
+) {
+  const invalid = fields.filter((f) => typeof query[f] === 'number' && !Number.isFinite(query[f]));
+  if (invalid.length === 0) return;
+  throw new RequestValidationError(
+    invalid.map((field) => {
+      const { minimum, maximum } = ListQuery.properties[field] as { minimum: number; maximum: number };
+      return { field, message: `${field} must be between ${minimum} and ${maximum}` };
+    }),
+    'querystring',
+  );
+}
+
+/**
  * A write to the post its body names (`post_id` or an alias): `write` gets the post's id and answers
  * nothing when no post has it, a 404.
  */
@@ -124,6 +144,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
+      rejectNonFinite(request.query, ['limit', 'before']);
       const { limit = DEFAULT_PAGE_SIZE, before, topic } = request.query;
       const page = await posts.listPage({ limit, before, topic });
       if (page.hasMore) {

@@ -10,6 +10,9 @@ export const digest = (token: string) => createHash('sha256').update(token).dige
 export const sameDigest = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
+const isCanonicalBase64url = (segment: string) =>
+  Buffer.from(segment, 'base64url').toString('base64url') === segment;
+
 /**
  * HS256 JWTs over SECRET_KEY. Access tokens carry only the random `token` id (expiry is kept in
  * the database, as in the Flask backend); reset tokens carry `reset_email`, `exp` and a
@@ -26,6 +29,10 @@ export function createJwt(secretKey: string) {
   });
 
   const decode = (token: string): Record<string, unknown> | undefined => {
+    // One token, one spelling: base64url's last character has unused bits that decoders ignore,
+    // so a signature could be written several ways; only the canonical encoding is accepted.
+    const segments = token.split('.');
+    if (segments.length !== 3 || !segments.every(isCanonicalBase64url)) return undefined;
     try {
       const payload = verify(token) as unknown;
       return payload && typeof payload === 'object' ? (payload as Record<string, unknown>) : undefined;

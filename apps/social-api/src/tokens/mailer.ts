@@ -14,9 +14,18 @@ export interface Mailer {
   close(): void;
 }
 
-/** SMTP when MAIL_SERVER is set (STARTTLS required with MAIL_USE_TLS); otherwise mails go to the log. */
-export function createMailer(mail: Config['mail'], log: FastifyBaseLogger): Mailer {
+/**
+ * SMTP when MAIL_SERVER is set (STARTTLS required with MAIL_USE_TLS); otherwise, outside production,
+ * mails go to the log. In production without MAIL_SERVER there is no mailer (undefined): a mail
+ * carries a secret (a reset link works as a password), and production logs are read by many.
+ */
+export function createMailer(
+  mail: Config['mail'],
+  mode: Config['mode'],
+  log: FastifyBaseLogger,
+): Mailer | undefined {
   if (!mail.server) {
+    if (mode === 'production') return undefined;
     return {
       async send(m) {
         log.info(

@@ -69,6 +69,14 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
       return Number(result.numDeletedRows);
     },
 
+    /** Deletes every pair of the user but `keepTokenId` (all of them when it is undefined). */
+    async revokeAllBut(userId: number, keepTokenId: string | undefined): Promise<number> {
+      let query = db.deleteFrom('tokens').where('user_id', '=', userId);
+      if (keepTokenId !== undefined) query = query.where('id', '<>', keepTokenId);
+      const result = await query.executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
     /**
      * Spends an OAuth2 state: true the first time it is presented (on any instance), false after.
      * Also forgets states that have expired by `now`.

@@ -13,7 +13,8 @@ export interface PasswordResetDependencies {
   users: UsersRepository;
   tokens: TokenService;
   passwords: Passwords;
-  mailer: Mailer;
+  /** Undefined when mail is not configured (production without MAIL_SERVER). */
+  mailer: Mailer | undefined;
 }
 
 /**
@@ -31,11 +32,20 @@ export function createPasswordReset({
   return {
     /**
      * Mails a reset link when the address is known, and says nothing either way (addresses
-     * cannot be probed). `log` hears of a mail that could not be sent.
+     * cannot be probed). `log` hears of a mail that could not be sent, or could not be made
+     * because mail is not configured.
      */
     async request(email: string, log: FastifyBaseLogger): Promise<void> {
       const user = await users.findWithHashByEmail(email);
       if (!user) return;
+      if (!mailer) {
+        // Neither the link nor the address: only who asked, so an operator can follow up.
+        log.warn(
+          { userId: user.id },
+          'password reset requested but reset mail is not configured (MAIL_SERVER is not set)',
+        );
+        return;
+      }
       const token = tokens.jwt.resetToken(
         user.email,
         passwordFingerprint(user.password_hash),

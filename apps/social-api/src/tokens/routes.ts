@@ -30,8 +30,8 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { config, tokens, clock, passwords } = app;
   const { open, token } = routeOptions('tokens', app.requireToken);
   const users = createUsersRepository(app.database.db);
-  const mailer = createMailer(config.mail, app.log);
-  app.addHook('onClose', async () => mailer.close());
+  const mailer = createMailer(config.mail, config.mode, app.log);
+  app.addHook('onClose', async () => mailer?.close());
   const loginWithPassword = createPasswordLogin(users, passwords, tokens);
   const reset = createPasswordReset({ config, clock, users, tokens, passwords, mailer });
   const oauth2 = createOAuth2Flow({ config, clock, users, tokens });

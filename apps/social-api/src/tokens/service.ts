@@ -71,6 +71,9 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
 
     revokeAll: (userId: number) => repo.revokeAll(userId),
 
+    /** After a password change: every other session of the user ends, the one that made it stays. */
+    revokeOthers: (userId: number, keepTokenId: string | undefined) => repo.revokeAllBut(userId, keepTokenId),
+
     spendOAuth2State: (state: string, expires: Date) => repo.spendOAuth2State(state, expires, clock()),
 
     issue,

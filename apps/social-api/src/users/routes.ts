@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { SQLSTATE, sqlState } from '@platform/db';
-import { RequestValidationError } from '@platform/http-kit';
+import { RequestValidationError, type AjvError, type ValidationLocation } from '@platform/http-kit';
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
-import { BadRequest, Conflict, NotFound } from '../errors';
+import { BadRequest, Conflict, describeMarshmallow, NotFound } from '../errors';
 import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
 import { collection, Paginated, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
@@ -19,6 +20,34 @@ const followLists = collection(UserPage, serializeUser, parseUsernameCursor);
 const DIFFERENT = { username: 'Use a different username.', email: 'Use a different email.' } as const;
 const differentError = (field: 'username' | 'email') =>
   new RequestValidationError([{ field, message: DIFFERENT[field] }]);
+
+/**
+ * The body's own schema failures (routes with `attachValidation`), and the fields that passed them.
+ * marshmallow runs every field's validators and then the `@validates` hooks of the fields that
+ * passed, so "Use a different username." comes back beside another field's error, all at once.
+ */
+function bodyCheck(request: FastifyRequest): {
+  schemaErrors: FieldError[];
+  valid: (field: string) => string | undefined;
+} {
+  const failed = request.validationError as
+    (Error & { validation?: AjvError[]; validationContext?: ValidationLocation }) | undefined;
+  if (failed && !Array.isArray(failed.validation)) throw failed;
+  const schemaErrors = failed?.validation
+    ? describeMarshmallow(failed.validation, failed.validationContext ?? 'body')
+    : [];
+  const body = request.body;
+  const fields =
+    body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  const invalid = new Set(schemaErrors.map((e) => e.field));
+  return {
+    schemaErrors,
+    valid: (field) => {
+      const value = fields[field];
+      return !invalid.has('_schema') && !invalid.has(field) && typeof value === 'string' ? value : undefined;
+    },
+  };
+}
 
 const FOLLOW_LIST_NOTE =
   'Ordered by username; `after` is a username (items strictly after it, `offset` then counts those at or before it).';
@@ -56,16 +85,21 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/users',
-    open({
-      summary: 'Register a new user',
-      description:
-        'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
-      body: NewUser,
-      response: { 201: User, ...bodyErrors() },
-    }),
+    {
+      // The handler answers schema failures too, with the unique checks beside them (see `bodyCheck`).
+      attachValidation: true,
+      ...open({
+        summary: 'Register a new user',
+        description:
+          'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
+        body: NewUser,
+        response: { 201: User, ...bodyErrors() },
+      }),
+    },
     async (request, reply) => {
+      const { schemaErrors, valid } = bodyCheck(request);
+      await assertAvailable({ username: valid('username'), email: valid('email') }, undefined, schemaErrors);
       const { username, email, password, about_me } = request.body;
-      await assertAvailable({ username, email });
       const now = app.clock();
       const created = await users
         .create({
@@ -121,24 +155,33 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.put(
     '/me',
-    token({
-      summary: 'Edit user information',
-      description:
-        'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
-        'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
-        'password (OAuth2, fake) set one through the reset flow.',
-      body: UserChanges,
-      response: { 200: User, ...bodyErrors(401) },
-    }),
+    {
+      attachValidation: true,
+      ...token({
+        summary: 'Edit user information',
+        description:
+          'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
+          'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
+          'password (OAuth2, fake) set one through the reset flow. A password change ends every other session of the user; ' +
+          'the token pair that made it keeps working.',
+        body: UserChanges,
+        response: { 200: User, ...bodyErrors(401) },
+      }),
+    },
     async (request) => {
       const me = request.user;
-      const { username, email, about_me, password, old_password } = request.body;
+      const { schemaErrors, valid } = bodyCheck(request);
+      const oldPassword = valid('old_password');
       const wrongOldPassword =
-        old_password !== undefined &&
-        !(await app.passwords.verify(await users.passwordHash(me.id), old_password))
+        oldPassword !== undefined &&
+        !(await app.passwords.verify(await users.passwordHash(me.id), oldPassword))
           ? [{ field: 'old_password', message: 'Password is incorrect' }]
           : [];
-      await assertAvailable({ username, email }, me.id, wrongOldPassword);
+      await assertAvailable({ username: valid('username'), email: valid('email') }, me.id, [
+        ...schemaErrors,
+        ...wrongOldPassword,
+      ]);
+      const { username, email, about_me, password, old_password } = request.body;
       if (password !== undefined && old_password === undefined) throw new BadRequest();
       const changes: UserUpdate = {};
       if (username !== undefined) changes.username = username;
@@ -147,6 +190,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (password !== undefined) changes.password_hash = await app.passwords.hash(password);
       const updated = await users.update(me.id, changes).catch(translateUnique);
       if (!updated) throw new NotFound();
+      if (changes.password_hash !== undefined) await app.tokens.revokeOthers(me.id, request.tokenId);
       return serializeUser(updated);
     },
   );

@@ -32,7 +32,12 @@ export const GroupsResponse = Type.Object({
 // Request fields declare only their types, all optional: each operation answers a missing field
 // with Kasm's own message. Present and null means absent (on updates: unchanged).
 
-const GroupName = Type.String({ description: 'Trimmed; unique as written (case-sensitive); not empty' });
+/** What Kasm's group `name` column holds (varchar 255), and within the unique index's row limit. */
+export const MAX_GROUP_NAME_LENGTH = 255;
+const GroupName = Type.String({
+  maxLength: MAX_GROUP_NAME_LENGTH,
+  description: 'Trimmed; unique as written (case-sensitive); not empty',
+});
 const Priority = Type.Number({
   description: `An integer ${PRIORITY_MIN}..${PRIORITY_MAX}; any other number answers \`Invalid priority value (<p>)\`, a string is a type error (400)`,
 });

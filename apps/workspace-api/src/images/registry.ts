@@ -210,8 +210,49 @@ function problemAt(schema: TObject, path: string, document: Record<string, unkno
   return [field, rule ?? 'is invalid'];
 }
 
-/** `value` checked against `schema`: its known fields, or one problem per failing field, in the schema's order. */
-function check<T extends TObject>(schema: T, value: unknown, notAnObject: string): Checked<Static<T>> {
+/** How deep the free-form JSON of `run_config` and `exec_config` may nest (the field itself is level 1). */
+export const MAX_CONFIG_DEPTH = 16;
+
+/**
+ * The rule free-form JSON (stored as `jsonb`) breaks, if any: the schema cannot see inside it, and
+ * PostgreSQL refuses NUL characters and lone surrogates, JSON.parse reads `1e309` as Infinity (which
+ * would be stored as null) and unbounded nesting would overflow the stack when serialised. The walk
+ * stops at the depth bound, so it is itself bounded.
+ */
+function freeFormRule(value: unknown, depth = 1): string | undefined {
+  if (typeof value === 'string') return textRule(value);
+  if (typeof value === 'number')
+    return Number.isFinite(value) ? undefined : 'must contain only finite numbers';
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth > MAX_CONFIG_DEPTH) return `must be JSON nested at most ${MAX_CONFIG_DEPTH} levels deep`;
+  for (const [key, child] of Object.entries(value)) {
+    const rule = textRule(key) ?? freeFormRule(child, depth + 1);
+    if (rule) return rule;
+  }
+  return undefined;
+}
+
+/** A surrogate that is not half of a pair (with the `u` flag, a pair reads as one code point). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+function textRule(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'must not contain NUL characters';
+  if (LONE_SURROGATE.test(text)) return 'must not contain lone surrogates (invalid Unicode)';
+  return undefined;
+}
+
+/** The fields of an entry whose content the schema leaves free. */
+const FREE_FORM_FIELDS = ['run_config', 'exec_config'] as const;
+
+/**
+ * `value` checked against `schema`, then its `freeForm` fields (once their type is right) against
+ * `freeFormRule`: its known fields, or one problem per failing field, in the schema's order. */
+function check<T extends TObject>(
+  schema: T,
+  value: unknown,
+  notAnObject: string,
+  freeForm: readonly string[] = [],
+): Checked<Static<T>> {
   if (!isPlainObject(value)) return { ok: false, problems: [notAnObject] };
   const fields = Object.keys(schema.properties);
   const known = Object.fromEntries(
@@ -223,6 +264,10 @@ function check<T extends TObject>(schema: T, value: unknown, notAnObject: string
     if (error.value === null && error.schema.nullable === true) continue;
     const [field, rule] = problemAt(schema, error.path, known);
     if (!problems.has(field)) problems.set(field, `${field} ${rule}`);
+  }
+  for (const field of freeForm) {
+    const rule = problems.has(field) ? undefined : freeFormRule(known[field]);
+    if (rule) problems.set(field, `${field} ${rule}`);
   }
   if (!problems.size) return { ok: true, value: known as Static<T> };
   // Value.Errors names missing required fields first; problems are told in the schema's order.
@@ -240,7 +285,7 @@ const distinct = <T>(values: T[]) => [...new Set(values)];
 
 /** A schema-1.0 registry entry as installed, or every problem found in it (each naming its field). */
 export function checkWorkspaceEntry(value: unknown): Checked<InstalledEntry> {
-  const checked = check(WorkspaceEntry, value, 'workspace must be an object');
+  const checked = check(WorkspaceEntry, value, 'workspace must be an object', FREE_FORM_FIELDS);
   if (!checked.ok) return checked;
   const entry = checked.value;
   return {

@@ -19,6 +19,13 @@ const UserId = (description = 'The user (32 hex characters; dashed UUIDs accepte
   optional(IdInput, description);
 // NUL characters are refused for every body by the platform's error path.
 const Text = (description: string) => optional(Type.String(), description);
+/**
+ * What Kasm's `username` column holds (varchar 255); longer names would also overflow the unique
+ * index's row limit (a 500) rather than be refused.
+ */
+export const MAX_USERNAME_LENGTH = 255;
+const Username = (description: string) =>
+  optional(Type.String({ maxLength: MAX_USERNAME_LENGTH }), description);
 const Flag = (description: string) => optional(Type.Boolean(), description);
 
 const FIELDS = {
@@ -55,7 +62,7 @@ export const GetUserBody = Body({
 export const CreateUserBody = Body({
   target_user: target(
     {
-      username: Text('Required; trimmed and lowercased; unique'),
+      username: Username('Required; trimmed and lowercased; unique'),
       password: Text('Hashed with argon2id; never returned'),
       ...FIELDS,
     },
@@ -67,7 +74,7 @@ export const UpdateUserBody = Body({
   target_user: target(
     {
       user_id: UserId(),
-      username: Text('Trimmed and lowercased; unique'),
+      username: Username('Trimmed and lowercased; unique'),
       password: Text('Checked against the password rules; setting it unlocks the user'),
       ...FIELDS,
     },

@@ -28,7 +28,15 @@ export function assertPasswordRules(password: string): void {
   if (problem !== undefined) throw new PasswordRule(problem);
 }
 
+/** argon2's lanes (its default); the configured memory must give each at least 8 KiB (config.ts). */
+export const ARGON2_PARALLELISM = 4;
+
 /** An argon2id hash in PHC form (`$argon2id$v=19$m=...`), salted by the library. */
 export function hashPassword(password: string, cost: Config['argon2']): Promise<string> {
-  return hash(password, { type: argon2id, memoryCost: cost.memoryCost, timeCost: cost.timeCost });
+  return hash(password, {
+    type: argon2id,
+    memoryCost: cost.memoryCost,
+    timeCost: cost.timeCost,
+    parallelism: ARGON2_PARALLELISM,
+  });
 }

@@ -6,7 +6,7 @@ import type { ErrorDialect } from '../dialects';
 import { RequestValidationError } from '../errors';
 import { errorResponses, platform } from '../platform';
 import type { RequestRulesOptions } from '../request-rules';
-import { serverOptions } from '../server-options';
+import { serverOptions, type ServerOptionsInput } from '../server-options';
 
 /** The request rules every service asks for today: trimmed text, no NUL characters, JSON only, no empty bodies. */
 export const STRICT_REQUEST_RULES: RequestRulesOptions = {
@@ -24,6 +24,10 @@ export interface DialectTestAppOptions {
   readiness?: () => Promise<void>;
   /** Default: `STRICT_REQUEST_RULES`. */
   requestRules?: RequestRulesOptions;
+  /** Server options beyond the kit's defaults (e.g. a short request timeout). */
+  server?: Omit<ServerOptionsInput, 'dialect' | 'bodyLimit'>;
+  /** Bearer token /metrics requires (default: none). */
+  metricsToken?: string;
 }
 
 /**
@@ -34,6 +38,7 @@ export interface DialectTestAppOptions {
  *   `count` an integer 1..9, `ref` a union with its own message, `tag` an `allOf` rule with its own
  *   message); answers 201 `{name}`;
  * - `GET /things?limit=`: an integer 1..10, echoed back (query strings are coerced);
+ * - `GET /things/:id`: the path parameter echoed back (for URL and parameter-length failures);
  * - `GET /boom`: an unexpected exception naming internals;
  * - `GET /down`: a refused database connection (an outage);
  * - `GET /rule`: a rule a handler checks, broken in the query string.
@@ -42,7 +47,9 @@ export async function dialectTestApp(
   dialect: ErrorDialect,
   options: DialectTestAppOptions = {},
 ): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions({ logLevel: 'silent', bodyLimit: DIALECT_TEST_BODY_LIMIT }));
+  const app = Fastify(
+    serverOptions({ logLevel: 'silent', ...options.server, bodyLimit: DIALECT_TEST_BODY_LIMIT, dialect }),
+  );
   await app.register(platform, {
     dialect,
     requestRules: options.requestRules ?? STRICT_REQUEST_RULES,
@@ -56,6 +63,7 @@ export async function dialectTestApp(
       tags: [{ name: 'things', description: 'things' }],
     },
     cors: { origins: ['http://allowed.example'], credentials: true },
+    metricsToken: options.metricsToken,
   });
   app.post(
     '/things',
@@ -92,6 +100,7 @@ export async function dialectTestApp(
     { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 10 }) }) } },
     async (request) => request.query,
   );
+  app.get('/things/:id', async (request) => request.params);
   app.get('/boom', async () => {
     throw new Error('relation "secret_table" does not exist at /srv/app.ts:12');
   });

@@ -1,0 +1,117 @@
+import type { FastifyInstance } from 'fastify';
+import { sql, type Kysely, type Migration } from 'kysely';
+import { FieldError } from '@platform/schema';
+import type { Database } from '@platform/db';
+import { cuttableDatabase, type CuttableDatabase } from '@platform/db/testing';
+import { createServiceApp, reasonPhrase, type ErrorDialect, type ServiceConfig } from '../src';
+import { STRICT_REQUEST_RULES, waitUntilReady } from '../src/testing';
+import { Type } from '@sinclair/typebox';
+
+const Problem = Type.Object({ status: Type.Integer(), detail: Type.String() }, { $id: 'StartupProblem' });
+const dialect: ErrorDialect = {
+  schemaRef: 'StartupProblem',
+  schemas: [FieldError, Problem],
+  contentType: 'application/vnd.startup-problem+json; charset=utf-8',
+  body: (p) => ({ status: p.status, detail: p.detail, title: reasonPhrase(p.status) }),
+};
+
+const notesTable: Migration['up'] = async (db: Kysely<any>) => {
+  await db.schema.createTable('notes').addColumn('body', 'text').execute();
+};
+
+/** A service app as `createServiceApp` builds it, with one route of its own reading its table. */
+async function buildApp(outage: CuttableDatabase, migrations: Record<string, Migration>) {
+  const config: ServiceConfig = {
+    port: 0,
+    host: '127.0.0.1',
+    database: outage.config,
+    migrateOnStart: true,
+    corsOrigins: '*',
+    trustProxy: false,
+    logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
+    logFormat: 'json',
+  };
+  const app = await createServiceApp({
+    config,
+    bodyLimit: 1024,
+    dialect,
+    requestRules: STRICT_REQUEST_RULES,
+    docs: { title: 'startup', description: 'startup test', version: '0', tags: [] },
+    cors: { origins: '*' },
+    migrations,
+  });
+  app.get('/notes', async () => {
+    const { db } = (app as unknown as { database: Database<any> }).database;
+    return { count: (await db.selectFrom('notes').selectAll().execute()).length };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return app;
+}
+
+describe('a service started before its database', () => {
+  let outage: CuttableDatabase;
+  let app: FastifyInstance | undefined;
+  beforeEach(async () => {
+    outage = await cuttableDatabase('startup');
+    outage.proxy.cut();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await outage.close();
+  });
+
+  test('listens not ready, retries migrating in the background, and is ready once migrated', async () => {
+    let migrationStarted!: () => void;
+    const started = new Promise<void>((resolve) => (migrationStarted = resolve));
+    let finishMigration!: () => void;
+    const finish = new Promise<void>((resolve) => (finishMigration = resolve));
+    app = await buildApp(outage, {
+      '2026-01-01T0000_notes': {
+        up: async (db) => {
+          migrationStarted();
+          await finish;
+          await notesTable(db);
+        },
+      },
+    });
+    expect(app.server.listening).toBe(true);
+    expect((await app.inject('/healthz')).statusCode).toBe(200);
+    expect((await app.inject('/readyz')).statusCode).toBe(503);
+    const early = await app.inject('/notes');
+    expect(early.statusCode).toBe(503);
+    expect(early.headers['content-type']).toMatch(/^application\/vnd\.startup-problem\+json/);
+
+    // The database is back, its schema not yet up to date: still not ready, still 503.
+    outage.proxy.restore();
+    await started;
+    const database = (app as unknown as { database: Database<unknown> }).database;
+    await expect(sql`select 1 as n`.execute(database.db)).resolves.toMatchObject({ rows: [{ n: 1 }] });
+    expect((await app.inject('/readyz')).statusCode).toBe(503);
+    expect((await app.inject('/notes')).statusCode).toBe(503);
+
+    finishMigration();
+    expect(await waitUntilReady(app, 5000)).toBe(true);
+    const notes = await app.inject('/notes');
+    expect(notes.statusCode).toBe(200);
+    expect(notes.json()).toEqual({ count: 0 });
+  });
+
+  test('closing while it retries returns promptly', async () => {
+    app = await buildApp(outage, { '2026-01-01T0000_notes': { up: notesTable } });
+    await new Promise((r) => setTimeout(r, 700)); // past the first retry
+    const start = Date.now();
+    await app.close();
+    app = undefined;
+    expect(Date.now() - start).toBeLessThan(2000);
+  });
+
+  test('a migration that fails for another reason still fails the start', async () => {
+    outage.proxy.restore();
+    await expect(
+      buildApp(outage, {
+        '2026-01-01T0000_broken': { up: async (db) => void (await sql`selec 1`.execute(db)) },
+      }),
+    ).rejects.toThrow(/migrating schema .* failed at 2026-01-01T0000_broken/);
+  });
+});
