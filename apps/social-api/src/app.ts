@@ -12,6 +12,7 @@ import { Pagination } from './pagination';
 import { User } from './users/schemas';
 import { Post } from './posts/schemas';
 import { TokenPair } from './tokens/schemas';
+import { createAuthLimits, type AuthLimits } from './tokens/limits';
 import { createPasswords, type Passwords } from './users/passwords';
 import tokensRoutes from './tokens/routes';
 import usersRoutes from './users/routes';
@@ -24,6 +25,8 @@ declare module 'fastify' {
     /** The service's notion of "now" (tests move it to expire tokens). */
     clock: () => Date;
     passwords: Passwords;
+    /** Limits of the routes that check or hash passwords and send mail (tokens/limits.ts). */
+    authLimits: AuthLimits;
   }
 }
 
@@ -111,7 +114,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       : { origins: [] },
   });
   app.decorate('clock', deps.clock ?? (() => new Date()));
-  app.decorate('passwords', createPasswords(config.argon2));
+  app.decorate('passwords', createPasswords(config));
+  app.decorate('authLimits', createAuthLimits(app, config.limits));
   for (const schema of [User, Post, TokenPair, Pagination]) app.addSchema(schema);
   await app.register(cookies);
   await app.register(auth);

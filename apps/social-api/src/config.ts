@@ -1,13 +1,37 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
-import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
-import { ARGON2_PARALLELISM } from './users/passwords';
+import {
+  passwordHashingConfig,
+  passwordHashingEnv,
+  serviceConfig,
+  serviceEnv,
+  type PasswordHashingConfig,
+  type ServiceConfig,
+} from '@platform/http-kit';
 
 export const DEFAULT_SECRET_KEY = 'top-secret!';
 /** Shortest SECRET_KEY production accepts: an HS256 key should be at least as long as its hash (32 bytes). */
 export const MIN_PRODUCTION_SECRET_LENGTH = 32;
-/** argon2's own bounds (32-bit counts; at least 8 KiB of memory per lane), so a bad cost fails at start, not at login. */
-const ARGON2_MAX = 2 ** 32 - 1;
+
+/** Limits on the routes that hash a password or send mail, per client address and per account. */
+function loginLimitsEnv() {
+  const perWindow = (defaultMax: number, what: string) =>
+    Type.Integer({ minimum: 1, maximum: 1_000_000, default: defaultMax, description: what });
+  return {
+    LOGIN_FAILURES_PER_ADDRESS: perWindow(
+      30,
+      'Failed logins (POST /api/tokens) per client address per LOGIN_WINDOW_SECONDS; then 429, the wait doubling while it keeps trying',
+    ),
+    LOGIN_FAILURES_PER_ACCOUNT: perWindow(
+      10,
+      'Failed logins per account from one address per LOGIN_WINDOW_SECONDS (other addresses, and so the owner, are not locked out)',
+    ),
+    LOGIN_WINDOW_SECONDS: perWindow(300, 'Window of the login limits'),
+    REGISTRATIONS_PER_ADDRESS: perWindow(20, 'New accounts (POST /api/users) per client address per hour'),
+    RESETS_PER_ADDRESS: perWindow(10, 'Reset requests (POST /api/tokens/reset) per client address per hour'),
+    RESETS_PER_EMAIL: perWindow(3, 'Reset mails to one address per hour'),
+  };
+}
 
 /** The service's environment, one schema: names and defaults are the Flask backend's. */
 export const EnvSchema = Type.Object({
@@ -47,14 +71,8 @@ export const EnvSchema = Type.Object({
   OAUTH2_REDIRECT_URI: Type.String({ default: 'http://localhost:3000/oauth2/{provider}/callback' }),
   /** More OAuth2 providers as JSON: {"name": {client_id, client_secret, authorize_url, access_token_url, userinfo_url, scopes}}. */
   OAUTH2_PROVIDERS: Type.Optional(Type.String()),
-  /** argon2id cost; tests lower it. Defaults are the library's (~150-190 ms a hash here). */
-  ARGON2_MEMORY_KIB: Type.Integer({
-    minimum: 8 * ARGON2_PARALLELISM,
-    maximum: ARGON2_MAX,
-    default: 65536,
-    description: `KiB per hash; at least ${8 * ARGON2_PARALLELISM} (8 per lane, ${ARGON2_PARALLELISM} lanes)`,
-  }),
-  ARGON2_TIME_COST: Type.Integer({ minimum: 1, maximum: ARGON2_MAX, default: 3 }),
+  ...passwordHashingEnv(),
+  ...loginLimitsEnv(),
 });
 
 export const OAuth2ProviderSchema = Type.Object({
@@ -110,7 +128,16 @@ export interface Config extends ServiceConfig {
     sender: string;
   };
   oauth2: { redirectUri: string; providers: Record<string, OAuth2Provider> };
-  argon2: { memoryCost: number; timeCost: number };
+  passwordHashing: PasswordHashingConfig;
+  /** Counts per window; see `loginLimitsEnv`. */
+  limits: {
+    loginFailuresPerAddress: number;
+    loginFailuresPerAccount: number;
+    loginWindowMs: number;
+    registrationsPerAddress: number;
+    resetsPerAddress: number;
+    resetsPerEmail: number;
+  };
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -194,6 +221,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sender: e.MAIL_DEFAULT_SENDER,
     },
     oauth2: { redirectUri: e.OAUTH2_REDIRECT_URI, providers: oauth2Providers(e) },
-    argon2: { memoryCost: e.ARGON2_MEMORY_KIB, timeCost: e.ARGON2_TIME_COST },
+    passwordHashing: passwordHashingConfig(e),
+    limits: {
+      loginFailuresPerAddress: e.LOGIN_FAILURES_PER_ADDRESS,
+      loginFailuresPerAccount: e.LOGIN_FAILURES_PER_ACCOUNT,
+      loginWindowMs: e.LOGIN_WINDOW_SECONDS * 1000,
+      registrationsPerAddress: e.REGISTRATIONS_PER_ADDRESS,
+      resetsPerAddress: e.RESETS_PER_ADDRESS,
+      resetsPerEmail: e.RESETS_PER_EMAIL,
+    },
   };
 }

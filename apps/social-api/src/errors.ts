@@ -48,6 +48,13 @@ export const Conflict = E(
   409,
 );
 
+/** Werkzeug's TooManyRequests text (what Flask-Limiter answers); `Retry-After` says when to come back. */
+export const TooManyRequests = E(
+  'TOO_MANY_REQUESTS',
+  'This user has exceeded an allotted request count. Try again later.',
+  429,
+);
+
 /** The `WWW-Authenticate` challenges: Bearer for token endpoints, `Form` (no browser prompt) for logins. */
 export const BEARER_CHALLENGE = 'Bearer realm="Authentication Required"';
 export const FORM_CHALLENGE = 'Form';

@@ -1,7 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
-import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
-import { ARGON2_PARALLELISM } from './users/passwords';
+import {
+  passwordHashingConfig,
+  passwordHashingEnv,
+  serviceConfig,
+  serviceEnv,
+  type PasswordHashingConfig,
+  type ServiceConfig,
+} from '@platform/http-kit';
 
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
@@ -9,20 +15,14 @@ export const EnvSchema = Type.Object({
   BOOTSTRAP_API_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9]{1,64}$' })),
   BOOTSTRAP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   ENFORCE_PASSWORD_RULES_ON_CREATE: EnvFlag(false),
-  /**
-   * argon2id cost; tests lower it. Defaults are the library's (~150-190 ms a hash here). The bounds
-   * are the ones argon2 enforces on every hash, so a value it would refuse (each create_user then a
-   * 500) stops the start instead: memory at least 8 KiB per lane (the library's 4 lanes, see
-   * users/passwords.ts), both below 2^32.
-   */
-  ARGON2_MEMORY_KIB: Type.Integer({ minimum: 8 * ARGON2_PARALLELISM, maximum: 2 ** 32 - 1, default: 65536 }),
-  ARGON2_TIME_COST: Type.Integer({ minimum: 1, maximum: 2 ** 32 - 1, default: 3 }),
+  ...passwordHashingEnv(),
 });
 
 export interface Config extends ServiceConfig {
   bootstrapKey?: { apiKey: string; secret: string };
   enforcePasswordRulesOnCreate: boolean;
-  argon2: { memoryCost: number; timeCost: number };
+  /** argon2id cost (OWASP's by default) and how many hashes run or wait at once. */
+  argon2: PasswordHashingConfig;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -36,6 +36,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
         : undefined,
     enforcePasswordRulesOnCreate: e.ENFORCE_PASSWORD_RULES_ON_CREATE,
-    argon2: { memoryCost: e.ARGON2_MEMORY_KIB, timeCost: e.ARGON2_TIME_COST },
+    argon2: passwordHashingConfig(e),
   };
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { faker } from '@faker-js/faker';
-import { argon2id, hash } from 'argon2';
 import type { Kysely } from 'kysely';
 import type { Config } from './config';
 import type { NewUser, WorkspaceDatabase } from './db/schema';
@@ -10,6 +9,7 @@ import { createImagesRepository } from './images/repository';
 import { createImagesService } from './images/service';
 import { ALL_USERS_GROUP_ID, cut64 } from './kasm/wire';
 import { seedRepository } from './seed-repository';
+import { hashPassword } from './users/passwords';
 
 export const SEED_USAGE = `  seed [--users=N] [--groups=N]  add demo users (default 50) and groups (default 5) with memberships,
                                 and install the sample registry's workspaces`;
@@ -81,13 +81,7 @@ export async function seedCommand(
   );
 
   const password = `Demo-${randomBytes(6).toString('base64url')}-1`;
-  const passwordHash = userCount
-    ? await hash(password, {
-        type: argon2id,
-        memoryCost: config.argon2.memoryCost,
-        timeCost: config.argon2.timeCost,
-      })
-    : null;
+  const passwordHash = userCount ? await hashPassword(password, config.argon2) : null;
   const users: NewUser[] = Array.from({ length: userCount }, () => {
     const firstName = faker.person.firstName();
     const lastName = faker.person.lastName();

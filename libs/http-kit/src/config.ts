@@ -45,6 +45,13 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
       { default: 'info' },
     ),
     LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], { default: 'json' }),
+    REDIS_URL: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'Redis for rate-limit counters shared by every replica (redis://host:6379/0); unset: counters in this process',
+      }),
+    ),
     METRICS_TOKEN: Type.Optional(
       Type.String({
         minLength: 1,
@@ -68,6 +75,8 @@ export interface ServiceConfig {
   logFormat: 'json' | 'pretty';
   /** Bearer token /metrics requires; unset: /metrics is open. */
   metricsToken?: string;
+  /** Redis holding rate-limit counters shared by replicas; unset: each process counts alone. */
+  redisUrl?: string;
 }
 
 export function serviceConfig(e: ServiceEnv): ServiceConfig {
@@ -93,5 +102,6 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',
     metricsToken: e.METRICS_TOKEN || undefined,
+    redisUrl: e.REDIS_URL || undefined,
   };
 }

@@ -10,3 +10,5 @@ export * from './run';
 export * from './database';
 export * from './config';
 export * from './cli';
+export * from './rate-limit';
+export * from './passwords';

@@ -4,6 +4,7 @@ import type { ServiceConfig } from './config';
 import { databasePlugin } from './database';
 import type { ErrorDialect } from './dialects';
 import { platform, type PlatformOptions } from './platform';
+import { rateLimitStore } from './rate-limit';
 import type { RequestRulesOptions } from './request-rules';
 import { serverOptions } from './server-options';
 
@@ -32,8 +33,8 @@ export interface ServiceAppOptions {
 /**
  * What every service's `buildApp` starts with: a Fastify instance (not listening) with the server
  * options production and tests share, `app.config`, the platform (error path in the service's dialect,
- * request rules, docs, CORS, security headers, metrics, health) and the service's database (503s when
- * it is unreachable; readiness pings it). The service then registers its own plugins and routes.
+ * request rules, docs, CORS, security headers, metrics, health), the service's database (503s when
+ * it is unreachable; readiness pings it) and the rate-limit store (Redis when `REDIS_URL`). The service then registers its own plugins and routes.
  */
 export async function createServiceApp(options: ServiceAppOptions): Promise<FastifyInstance> {
   const { config } = options;
@@ -68,5 +69,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
     migrations: options.migrations,
     database: options.database,
   });
+  // No limit of its own: each service declares its limits with app.rateLimit / app.createRateLimit.
+  await app.register(rateLimitStore, { redisUrl: config.redisUrl, namespace: options.docs.title });
   return app;
 }

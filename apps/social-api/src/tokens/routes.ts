@@ -33,6 +33,7 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const mailer = createMailer(config.mail, config.mode, app.log);
   app.addHook('onClose', async () => mailer?.close());
   const loginWithPassword = createPasswordLogin(users, passwords, tokens);
+  const limits = app.authLimits;
   const reset = createPasswordReset({ config, clock, users, tokens, passwords, mailer });
   const oauth2 = createOAuth2Flow({ config, clock, users, tokens });
   const cookieAttributes = {
@@ -76,14 +77,25 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Create new access and refresh tokens',
       description:
         'Log in with HTTP Basic credentials: the username **or** the email address, and the password. Failure is a 401 with ' +
-        '`WWW-Authenticate: Form` (so browsers show no login dialog). Each login creates a new pair and forgets pairs that ended more than a day ago.',
+        '`WWW-Authenticate: Form` (so browsers show no login dialog). Each login creates a new pair and forgets pairs that ended more than a day ago.\n\n' +
+        'Chosen here (the Flask backend has no limit): failed logins are limited per client address (LOGIN_FAILURES_PER_ADDRESS, 30) and ' +
+        'per account from one address (LOGIN_FAILURES_PER_ACCOUNT, 10) per LOGIN_WINDOW_SECONDS (300): over either, 429 with `Retry-After`, ' +
+        'and the window restarts while the client keeps trying. Only failures count and only from the failing address, so nobody can lock ' +
+        "the owner of an account out from elsewhere. Passwords are argon2id at OWASP's parameters (19 MiB, 2 passes, 1 lane; ARGON2_*), " +
+        'a bounded number at once (ARGON2_CONCURRENCY); when ARGON2_QUEUE more are waiting the answer is 503 with `Retry-After`. ' +
+        'A password stored with other parameters is re-hashed at these on its next successful login.',
       security: basicSecurity,
-      response: { 200: TokenPair, ...errors(401) },
+      response: { 200: TokenPair, ...errors(401, 429, 503) },
     }),
     async (request, reply) => {
       const credentials = basicCredentials(request.headers.authorization);
-      const pair = credentials && (await loginWithPassword(credentials.name, credentials.password));
-      if (!pair) throw loginFailed(reply);
+      if (!credentials) throw loginFailed(reply);
+      await limits.beforeLogin(request, reply, credentials.name);
+      const pair = await loginWithPassword(credentials.name, credentials.password);
+      if (!pair) {
+        await limits.loginFailed(request);
+        throw loginFailed(reply);
+      }
       return sendPair(reply, pair);
     },
   );
@@ -128,11 +140,16 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Request a password reset token',
       description:
         'Mails a reset link (`PASSWORD_RESET_URL?token=...`, valid RESET_TOKEN_MINUTES, 15) to a known address: by SMTP when MAIL_SERVER ' +
-        'is set, to the log otherwise. Always 204, so addresses cannot be probed.',
+        'is set, to the log otherwise. Always 204, so addresses cannot be probed.\n\n' +
+        'Chosen here: RESETS_PER_ADDRESS (10) requests per client address and RESETS_PER_EMAIL (3) per target address an hour; over either, 429 ' +
+        'with `Retry-After` (nothing is sent).',
       body: ResetRequestBody,
-      response: { 204: NoContent, ...bodyErrors() },
+      response: { 204: NoContent, ...bodyErrors(429) },
     }),
     async (request, reply) => {
+      request.loginAccount = request.body.email;
+      await limits.resetByAddress.allow(request, reply);
+      await limits.resetByEmail.allow(request, reply);
       await reset.request(request.body.email, request.log);
       return reply.status(204).send();
     },

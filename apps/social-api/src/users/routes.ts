@@ -91,12 +91,14 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ...open({
         summary: 'Register a new user',
         description:
-          'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case).',
+          'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case). ' +
+          'Chosen here: REGISTRATIONS_PER_ADDRESS (20) attempts per client address an hour; over it, 429 with `Retry-After`.',
         body: NewUser,
-        response: { 201: User, ...bodyErrors() },
+        response: { 201: User, ...bodyErrors(429) },
       }),
     },
     async (request, reply) => {
+      await app.authLimits.registration.allow(request, reply);
       const { schemaErrors, valid } = bodyCheck(request);
       await assertAvailable({ username: valid('username'), email: valid('email') }, undefined, schemaErrors);
       const { username, email, password, about_me } = request.body;
@@ -163,20 +165,24 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
           'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
           'password (OAuth2, fake) set one through the reset flow. A password change ends every other session of the user; ' +
-          'the token pair that made it keeps working.',
+          'the token pair that made it keeps working. A wrong `old_password` counts as a failed login of the account (the login limits of POST /api/tokens, 429).',
         body: UserChanges,
-        response: { 200: User, ...bodyErrors(401) },
+        response: { 200: User, ...bodyErrors(401, 429) },
       }),
     },
-    async (request) => {
+    async (request, reply) => {
       const me = request.user;
       const { schemaErrors, valid } = bodyCheck(request);
       const oldPassword = valid('old_password');
-      const wrongOldPassword =
-        oldPassword !== undefined &&
-        !(await app.passwords.verify(await users.passwordHash(me.id), oldPassword))
-          ? [{ field: 'old_password', message: 'Password is incorrect' }]
-          : [];
+      let wrongOldPassword: FieldError[] = [];
+      if (oldPassword !== undefined) {
+        // A wrong old password is a failed login of this account from this address (same limits).
+        await app.authLimits.beforeLogin(request, reply, me.username);
+        if (!(await app.passwords.check(await users.passwordHash(me.id), oldPassword)).ok) {
+          await app.authLimits.loginFailed(request);
+          wrongOldPassword = [{ field: 'old_password', message: 'Password is incorrect' }];
+        }
+      }
       await assertAvailable({ username: valid('username'), email: valid('email') }, me.id, [
         ...schemaErrors,
         ...wrongOldPassword,

@@ -48,8 +48,19 @@ export interface TestAppOptions {
 export const basic = (name: string, password: string) =>
   `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
 
-/** Cheap argon2 parameters: hashing stays real, only faster. */
-const CHEAP_ARGON2 = { ARGON2_MEMORY_KIB: '1024', ARGON2_TIME_COST: '1' };
+/**
+ * Cheap argon2 parameters (hashing stays real, only faster) and limits no ordinary test reaches (the
+ * limit tests set their own).
+ */
+const CHEAP_ARGON2 = {
+  ARGON2_MEMORY_KIB: '1024',
+  ARGON2_TIME_COST: '1',
+  LOGIN_FAILURES_PER_ADDRESS: '100000',
+  LOGIN_FAILURES_PER_ACCOUNT: '100000',
+  REGISTRATIONS_PER_ADDRESS: '100000',
+  RESETS_PER_ADDRESS: '100000',
+  RESETS_PER_EMAIL: '100000',
+};
 
 /** The `n` of default usernames: counted per test file, so apps over one database never collide. */
 let registered = 0;

@@ -1,4 +1,4 @@
-import { argon2id, hash } from 'argon2';
+import { createPasswordHasher, type PasswordHasher } from '@platform/http-kit';
 import type { Config } from '../config';
 import { PasswordRule } from '../errors';
 
@@ -28,15 +28,18 @@ export function assertPasswordRules(password: string): void {
   if (problem !== undefined) throw new PasswordRule(problem);
 }
 
-/** argon2's lanes (its default); the configured memory must give each at least 8 KiB (config.ts). */
-export const ARGON2_PARALLELISM = 4;
+/** One hasher per configuration, so every request of a service shares its bound on hashes at once. */
+const hashers = new WeakMap<Config['argon2'], PasswordHasher>();
 
-/** An argon2id hash in PHC form (`$argon2id$v=19$m=...`), salted by the library. */
+/**
+ * An argon2id hash in PHC form (`$argon2id$v=19$m=...`), salted by the library, at the configured
+ * cost; at most ARGON2_CONCURRENCY at once (ARGON2_QUEUE waiting, then a 503).
+ */
 export function hashPassword(password: string, cost: Config['argon2']): Promise<string> {
-  return hash(password, {
-    type: argon2id,
-    memoryCost: cost.memoryCost,
-    timeCost: cost.timeCost,
-    parallelism: ARGON2_PARALLELISM,
-  });
+  let hasher = hashers.get(cost);
+  if (!hasher) {
+    hasher = createPasswordHasher(cost);
+    hashers.set(cost, hasher);
+  }
+  return hasher.hash(password);
 }

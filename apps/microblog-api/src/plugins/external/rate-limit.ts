@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin';
-import rateLimit from '@fastify/rate-limit';
 import type { onRequestHookHandler } from 'fastify';
 
 declare module 'fastify' {
@@ -9,14 +8,17 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The write limit on the platform's rate-limit store (createServiceApp): in this process's memory,
+ * or in Redis with `REDIS_URL`, where every replica counts against the same budget.
+ */
 export default fp(
   async function writeRateLimitPlugin(app, { perMinute }: { perMinute: number }) {
-    await app.register(rateLimit, { global: false });
-    // One hook instance (and so one counter store) used by all write routes.
+    // One hook instance (and so one counter) used by all write routes.
     app.decorate(
       'writeRateLimit',
       app.rateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (req) => req.ip }),
     );
   },
-  { name: 'write-rate-limit' },
+  { name: 'write-rate-limit', dependencies: ['platform-rate-limit-store'] },
 );

@@ -1,0 +1,55 @@
+import fp from 'fastify-plugin';
+import rateLimit from '@fastify/rate-limit';
+import { Redis } from 'ioredis';
+
+export interface RateLimitStoreOptions {
+  /** Redis shared by every replica; unset: each process keeps its own counters in memory. */
+  redisUrl?: string;
+  /** Prefix of this service's keys in a shared Redis (one Redis can serve several services). */
+  namespace: string;
+}
+
+/** How long a dead Redis is reported as one warning rather than one per reconnect attempt. */
+const REDIS_WARNING_INTERVAL_MS = 30_000;
+
+/**
+ * `@fastify/rate-limit` registered once per service with no global limit: a route or a service plugin
+ * takes its own limit from `app.rateLimit(...)` or `app.createRateLimit(...)`. With a Redis URL the
+ * counters live in Redis, so N replicas enforce one limit together; without it they live in memory.
+ * A Redis that cannot be reached does not take the service down: the limit is skipped (logged), the
+ * same choice as when a cache is lost, while bounded work (password hashing, body sizes, timeouts)
+ * still protects the process.
+ */
+export const rateLimitStore = fp(
+  async function rateLimitStorePlugin(app, options: RateLimitStoreOptions) {
+    let redis: Redis | undefined;
+    if (options.redisUrl) {
+      redis = new Redis(options.redisUrl, {
+        // Fail a command at once while disconnected (the limit is then skipped), never queue requests.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        connectTimeout: 1_000,
+        commandTimeout: 500,
+      });
+      let lastWarning = 0;
+      redis.on('error', (err: Error) => {
+        const now = Date.now();
+        if (now - lastWarning < REDIS_WARNING_INTERVAL_MS) return;
+        lastWarning = now;
+        app.log.warn({ err }, 'rate-limit Redis unreachable; limits are skipped until it is back');
+      });
+      redis.on('ready', () => app.log.info('rate-limit counters in Redis'));
+      const connection = redis;
+      app.addHook('onClose', async () => {
+        connection.disconnect();
+      });
+    }
+    await app.register(rateLimit, {
+      global: false,
+      redis,
+      nameSpace: `${options.namespace}:rate-limit:`,
+      skipOnError: true,
+    });
+  },
+  { name: 'platform-rate-limit-store' },
+);
