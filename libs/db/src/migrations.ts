@@ -59,3 +59,22 @@ async function migrate(
   }
   return (results ?? []).map((r) => r.migrationName);
 }
+
+/**
+ * The names of the service's migrations its schema has not run yet (all of them when it has none of
+ * the bookkeeping tables): what a replica started with MIGRATE_ON_START=false waits for.
+ */
+export async function pendingMigrations(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  db: Kysely<any>,
+  schema: string,
+  migrations: Record<string, Migration>,
+): Promise<string[]> {
+  assertSchemaName(schema);
+  const migrator = new Migrator({
+    db,
+    migrationTableSchema: schema,
+    provider: { getMigrations: async () => migrations },
+  });
+  return (await migrator.getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
+}

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import {
   isDatabaseUnavailable,
   migrateToLatest,
+  pendingMigrations,
   openDatabase,
   type Database,
   type DatabaseConfig,
@@ -24,13 +25,22 @@ export interface DatabasePluginOptions {
 /** Back-off of the migration retries while the database is unreachable at start. */
 export const MIGRATION_RETRY = { firstDelayMs: 500, maxDelayMs: 10_000 } as const;
 
+/** The schema lacks migrations this build needs and this process does not run them (MIGRATE_ON_START=false). */
+class MigrationsPendingError extends Error {
+  constructor(readonly pending: string[]) {
+    super(`waiting for migrations to be run elsewhere: ${pending.join(', ')}`);
+  }
+}
+
 /**
  * The app's way to its database: opens it (or takes the given one), migrates it, and closes it with
  * the app. When the database cannot be reached at start (started beside it by compose or
  * Kubernetes), the app starts anyway, not ready: it retries migrating in the background with
  * exponential back-off, and until that succeeds its readiness fails and the service's own routes
  * (those registered after this plugin; not health, metrics or docs) answer 503. A migration that
- * fails for another reason (an SQL error) still fails the start.
+ * fails for another reason (an SQL error) still fails the start. With `migrateOnStart` off (replicas
+ * whose migrations a Job runs) it migrates nothing but is not ready, the same way, until the schema
+ * has every migration of this build.
  */
 export const databasePlugin = fp(
   async function databasePlugin(app, options: DatabasePluginOptions) {
@@ -41,23 +51,31 @@ export const databasePlugin = fp(
         onConnectionError: (err) =>
           app.log.warn({ err }, 'database connection lost; the pool will reconnect'),
       }));
-    const migrate = () => migrateToLatest(database.db, database.schema, options.migrations);
+    const migrate = options.migrateOnStart
+      ? () => migrateToLatest(database.db, database.schema, options.migrations)
+      : async () => {
+          const pending = await pendingMigrations(database.db, database.schema, options.migrations);
+          if (pending.length) throw new MigrationsPendingError(pending);
+        };
+    /** Worth waiting for: the database away, or migrations another process has yet to run. */
+    const transient = (error: unknown) =>
+      isDatabaseUnavailable(error) || error instanceof MigrationsPendingError;
 
-    let migrated = !options.migrateOnStart;
-    if (options.migrateOnStart) {
-      try {
-        await migrate();
-        migrated = true;
-      } catch (error) {
-        if (!isDatabaseUnavailable(error)) {
-          if (owned) await database.close();
-          throw error;
-        }
-        app.log.warn(
-          { err: error },
-          'database unreachable at start; not ready until it migrates (retrying in the background)',
-        );
+    let migrated = false;
+    try {
+      await migrate();
+      migrated = true;
+    } catch (error) {
+      if (!transient(error)) {
+        if (owned) await database.close();
+        throw error;
       }
+      app.log.warn(
+        { err: error },
+        error instanceof MigrationsPendingError
+          ? 'schema not up to date and MIGRATE_ON_START is off: not ready until its migrations have run'
+          : 'database unreachable at start; not ready until it migrates (retrying in the background)',
+      );
     }
     if (migrated) {
       // Typed by the service's own `FastifyInstance.database` declaration.
@@ -95,12 +113,12 @@ export const databasePlugin = fp(
           app.log.info('database reachable and migrated: ready');
         } catch (error) {
           if (stopped) return;
-          if (!isDatabaseUnavailable(error)) {
+          if (!transient(error)) {
             app.log.error({ err: error }, 'migrating failed; the service stays not ready');
             return;
           }
           const next = Math.min(delayMs * 2, MIGRATION_RETRY.maxDelayMs);
-          app.log.warn({ err: error, retryInMs: next }, 'database still unreachable; retrying the migration');
+          app.log.warn({ err: error, retryInMs: next }, 'not migrated yet; trying again');
           if (!stopped) retry(next);
         }
       }, delayMs);

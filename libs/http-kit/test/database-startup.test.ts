@@ -3,6 +3,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { FieldError } from '@platform/schema';
 import type { Database } from '@platform/db';
 import { cuttableDatabase, type CuttableDatabase } from '@platform/db/testing';
+import { migrateToLatest, openDatabase } from '@platform/db';
 import { createServiceApp, reasonPhrase, type ErrorDialect, type ServiceConfig } from '../src';
 import { STRICT_REQUEST_RULES, waitUntilReady } from '../src/testing';
 import { Type } from '@sinclair/typebox';
@@ -20,12 +21,16 @@ const notesTable: Migration['up'] = async (db: Kysely<any>) => {
 };
 
 /** A service app as `createServiceApp` builds it, with one route of its own reading its table. */
-async function buildApp(outage: CuttableDatabase, migrations: Record<string, Migration>) {
+async function buildApp(
+  outage: CuttableDatabase,
+  migrations: Record<string, Migration>,
+  migrateOnStart = true,
+) {
   const config: ServiceConfig = {
     port: 0,
     host: '127.0.0.1',
     database: outage.config,
-    migrateOnStart: true,
+    migrateOnStart,
     corsOrigins: '*',
     trustProxy: false,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -113,5 +118,50 @@ describe('a service started before its database', () => {
         '2026-01-01T0000_broken': { up: async (db) => void (await sql`selec 1`.execute(db)) },
       }),
     ).rejects.toThrow(/migrating schema .* failed at 2026-01-01T0000_broken/);
+  });
+});
+
+describe('a replica with MIGRATE_ON_START=false (its migrations run by a Job)', () => {
+  let outage: CuttableDatabase;
+  let app: FastifyInstance | undefined;
+  beforeEach(async () => {
+    outage = await cuttableDatabase('replica');
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await outage.close();
+  });
+
+  const migrations = { '2026-01-01T0000_notes': { up: notesTable } };
+
+  test('migrates nothing, is not ready until another process has run every migration, then serves', async () => {
+    app = await buildApp(outage, migrations, false);
+    expect((await app.inject('/healthz')).statusCode).toBe(200);
+    expect((await app.inject('/readyz')).statusCode).toBe(503);
+    const early = await app.inject('/notes');
+    expect(early.statusCode).toBe(503);
+    expect(early.headers['content-type']).toMatch(/^application\/vnd\.startup-problem\+json/);
+    // It did not create the table itself.
+    const job = await openDatabase({ ...outage.config, poolMax: 1 });
+    try {
+      const tables = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables
+        where table_schema = ${outage.config.schema} and table_name = 'notes'`.execute(job.db);
+      expect(tables.rows[0].n).toBe(0);
+      // The migration Job.
+      await migrateToLatest(job.db, outage.config.schema, migrations);
+    } finally {
+      await job.close();
+    }
+    expect(await waitUntilReady(app, 15_000)).toBe(true);
+    expect((await app.inject('/notes')).json()).toEqual({ count: 0 });
+  }, 30_000);
+
+  test('a schema already up to date is ready at once', async () => {
+    const job = await openDatabase({ ...outage.config, poolMax: 1 });
+    await migrateToLatest(job.db, outage.config.schema, migrations).finally(() => job.close());
+    app = await buildApp(outage, migrations, false);
+    expect((await app.inject('/readyz')).statusCode).toBe(200);
+    expect((await app.inject('/notes')).statusCode).toBe(200);
   });
 });
