@@ -97,3 +97,71 @@ describe('main.ts process', () => {
     );
   }, 30_000);
 });
+
+/**
+ * SHUTDOWN_DRAIN_MS: after SIGTERM the process keeps serving for the drain while /readyz answers 503
+ * and responses close their connections (a load balancer takes it out first), then exits 0.
+ */
+describe('main.ts process with a drain period', () => {
+  const fresh = testDatabase('microblog');
+  let child: ChildProcessWithoutNullStreams;
+  let port: number;
+  let stdout = '';
+
+  beforeAll(async () => {
+    port = await freePort();
+    const env = childProcessEnv(fresh.config, {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_MS: '2500',
+    });
+    child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stdout += chunk));
+    const deadline = Date.now() + 40_000;
+    for (;;) {
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`service did not start:\n${stdout}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await fresh.cleanup();
+  });
+
+  test('SIGTERM: not ready at once, still serving reads and writes during the drain, then exit 0', async () => {
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const base = `http://127.0.0.1:${port}`;
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const write = await fetch(`${base}/api/microblog`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        content: 'written during the drain',
+        quest_topic: 'online_safety',
+        student_name: 'Kim',
+      }),
+    });
+    expect(write.status).toBe(201);
+    expect(write.headers.get('connection')).toBe('close');
+    const read = await fetch(`${base}/api/microblog`);
+    expect(read.status).toBe(200);
+    expect(JSON.stringify(await read.json())).toContain('written during the drain');
+    expect(child.exitCode).toBeNull();
+
+    expect(await exited).toBe(0);
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+  }, 30_000);
+});

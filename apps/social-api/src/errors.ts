@@ -192,13 +192,14 @@ export const socialDialect: ErrorDialect = {
         message: reasonPhrase(p.status),
         description: WERKZEUG_DESCRIPTIONS[p.status] ?? p.detail,
       };
-    const byField: Record<string, string[]> = {};
-    for (const f of p.fields) (byField[f.field] ??= []).push(f.message);
+    // A Map, not an object literal: a field may be named `constructor` or `toString`.
+    const byField = new Map<string, string[]>();
+    for (const f of p.fields) byField.set(f.field, [...(byField.get(f.field) ?? []), f.message]);
     return {
       code: p.status,
       message: 'Validation Error',
       description: 'The server found one or more errors in the information that you sent.',
-      errors: { [LOCATIONS[p.location ?? 'body']]: byField },
+      errors: { [LOCATIONS[p.location ?? 'body']]: Object.fromEntries(byField) },
     };
   },
   describeValidation: describeMarshmallow,

@@ -137,6 +137,14 @@ describe('POST /api/users (registration)', () => {
     ['dump-only id', { id: 7 }, { id: ['Unknown field.'] }],
     ['dump-only url', { url: '/api/users/7' }, { url: ['Unknown field.'] }],
     ['dump-only has_password', { has_password: true }, { has_password: ['Unknown field.'] }],
+    // Names every object inherits: once a 500 (the error body was grouped in a plain object).
+    ['unknown field named constructor', { constructor: 1 }, { constructor: ['Unknown field.'] }],
+    ['unknown field named toString', { toString: 'x' }, { toString: ['Unknown field.'] }],
+    [
+      'unknown field named __defineGetter__',
+      { __defineGetter__: 1 },
+      { __defineGetter__: ['Unknown field.'] },
+    ],
   ])('%s → 400 with exactly that message', async (_name, overrides, errors) => {
     const payload = fresh(overrides);
     const res = await register(payload);

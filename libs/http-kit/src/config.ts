@@ -35,6 +35,13 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
         'Longest a statement may run before it is cancelled (a 503); the client gives up 5 s later. 0 = no limit',
     }),
     MIGRATE_ON_START: EnvFlag(true),
+    SHUTDOWN_DRAIN_MS: Type.Integer({
+      minimum: 0,
+      maximum: 120_000,
+      default: 0,
+      description:
+        'After SIGTERM, keep serving this long with /readyz answering 503 before closing (longer than the load balancer needs to see it); 0: close at once',
+    }),
     CORS_ORIGINS: Type.String({ default: '*', description: '`*` or a comma-separated list of origins' }),
     TRUST_PROXY: Type.String({
       default: 'false',
@@ -69,6 +76,8 @@ export interface ServiceConfig {
   host: string;
   database: DatabaseConfig;
   migrateOnStart: boolean;
+  /** After SIGTERM: serving while not ready for this long, then closing. */
+  shutdownDrainMs: number;
   corsOrigins: '*' | string[];
   trustProxy: boolean | string;
   logLevel: string;
@@ -92,6 +101,7 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
       statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     },
     migrateOnStart: e.MIGRATE_ON_START,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     corsOrigins:
       e.CORS_ORIGINS.trim() === '*'
         ? '*'

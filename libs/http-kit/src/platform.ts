@@ -231,11 +231,13 @@ export const platform = fp(
           tags: ['ops'],
           summary: 'Readiness',
           description:
-            'Answers 200 when the database answers a query, 503 (in the error format) when it does not.',
+            'Answers 200 when the database answers a query, 503 (in the error format) when it does not, or once the ' +
+            'service is shutting down (SIGTERM with SHUTDOWN_DRAIN_MS: it still serves during the drain).',
           response: { 200: Status, ...errorResponses(options.dialect, [503]) },
         },
       },
       async () => {
+        if (app.leaving) throw new ServiceUnavailableError({ cause: new Error('shutting down') });
         try {
           await options.readiness();
         } catch (error) {

@@ -1,3 +1,5 @@
+// Kept in the declaration output, so every service sees `app.rateLimit` / `app.createRateLimit`.
+/// <reference types="@fastify/rate-limit" preserve="true" />
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
@@ -8,6 +10,9 @@ export interface RateLimitStoreOptions {
   /** Prefix of this service's keys in a shared Redis (one Redis can serve several services). */
   namespace: string;
 }
+
+/** How long start-up waits for Redis (replicas starting together on a busy machine need a few seconds). */
+const REDIS_CONNECT_TIMEOUT_MS = 5_000;
 
 /** How long a dead Redis is reported as one warning rather than one per reconnect attempt. */
 const REDIS_WARNING_INTERVAL_MS = 30_000;
@@ -28,7 +33,7 @@ export const rateLimitStore = fp(
         // Fail a command at once while disconnected (the limit is then skipped), never queue requests.
         enableOfflineQueue: false,
         maxRetriesPerRequest: 1,
-        connectTimeout: 1_000,
+        connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
         commandTimeout: 500,
       });
       let lastWarning = 0;
@@ -43,6 +48,17 @@ export const rateLimitStore = fp(
       app.addHook('onClose', async () => {
         connection.disconnect();
       });
+      // Limits count from the first request: start-up waits for Redis, at most the connect timeout
+      // (then the service starts anyway and the limits apply once Redis answers).
+      // (Connection errors meanwhile are only logged: ioredis keeps reconnecting.)
+      const ready = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), REDIS_CONNECT_TIMEOUT_MS);
+        connection.once('ready', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      if (!ready) app.log.warn('rate-limit Redis not reachable at start; limits are skipped until it is');
     }
     await app.register(rateLimit, {
       global: false,

@@ -6,11 +6,17 @@ export interface ListenOptions {
   host: string;
   /** How long in-flight requests may take to finish after SIGTERM/SIGINT before the process exits anyway. */
   graceMs?: number;
+  /**
+   * After SIGTERM/SIGINT, how long the service keeps serving while readiness answers 503 (so a load
+   * balancer takes it out first), before it stops accepting connections. 0: at once.
+   */
+  shutdownDrainMs?: number;
 }
 
 /**
- * Listens and installs graceful shutdown: on SIGTERM or SIGINT the server stops accepting
- * connections, lets in-flight requests finish, runs `onClose` hooks (closing the database) and exits.
+ * Listens and installs graceful shutdown: on SIGTERM or SIGINT the server (after `shutdownDrainMs` of
+ * serving while not ready) stops accepting connections, lets in-flight requests finish, runs
+ * `onClose` hooks (closing the database) and exits.
  */
 export async function listenWithGracefulShutdown(
   app: FastifyInstance,
@@ -28,9 +34,17 @@ export async function listenWithGracefulShutdown(
     }
     throw error;
   }
-  closeWithGrace({ delay: options.graceMs ?? 10_000, logger: app.log }, async ({ signal, err }) => {
+  const drainMs = options.shutdownDrainMs ?? 0;
+  const delay = (options.graceMs ?? 10_000) + drainMs;
+  closeWithGrace({ delay, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down gracefully');
+    else {
+      app.log.info({ signal, drainMs }, 'shutting down gracefully');
+      if (drainMs > 0) {
+        app.beginLeaving();
+        await new Promise((resolve) => setTimeout(resolve, drainMs));
+      }
+    }
     await app.close();
   });
 }
@@ -44,6 +58,7 @@ export async function serve<C extends ListenOptions>(
     port: config.port,
     host: config.host,
     graceMs: config.graceMs,
+    shutdownDrainMs: config.shutdownDrainMs,
   });
 }
 

@@ -14,6 +14,11 @@ export const STALLED_UPLOAD_MS = 1000;
  */
 export function closeConnectionsWhileDraining(app: FastifyInstance): void {
   let draining = false;
+  let leaving = false;
+  app.decorate('leaving', { getter: () => leaving });
+  app.decorate('beginLeaving', () => {
+    leaving = true;
+  });
   let watch: NodeJS.Timeout | undefined;
   // Requests Fastify has started on and not yet answered.
   const open = new Set<IncomingMessage>();
@@ -68,6 +73,18 @@ export function closeConnectionsWhileDraining(app: FastifyInstance): void {
     clearInterval(watch);
   });
   app.addHook('onSend', async (_request, reply) => {
-    if (draining) reply.header('connection', 'close');
+    if (draining || leaving) reply.header('connection', 'close');
   });
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * True once the service is leaving (SIGTERM with SHUTDOWN_DRAIN_MS): it still serves requests, but
+     * readiness answers 503 and every response closes its connection, so load balancers and keep-alive
+     * clients move to other replicas before the server stops accepting connections.
+     */
+    readonly leaving: boolean;
+    beginLeaving(): void;
+  }
 }

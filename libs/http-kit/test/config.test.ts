@@ -18,10 +18,13 @@ describe('service configuration', () => {
         statementTimeoutMs: 10_000,
       },
       migrateOnStart: true,
+      shutdownDrainMs: 0,
       corsOrigins: '*',
       trustProxy: false,
       logLevel: 'info',
       logFormat: 'json',
+      metricsToken: undefined,
+      redisUrl: undefined,
     });
   });
 
@@ -36,9 +39,13 @@ describe('service configuration', () => {
         CORS_ORIGINS: 'http://a, http://b',
         TRUST_PROXY: '10.0.0.0/8',
         LOG_FORMAT: 'pretty',
+        SHUTDOWN_DRAIN_MS: '3000',
+        REDIS_URL: 'redis://cache:6379/1',
       }),
     );
     expect(config).toMatchObject({
+      shutdownDrainMs: 3000,
+      redisUrl: 'redis://cache:6379/1',
       port: 80,
       database: { url: 'postgres://h/db', schema: 'other', statementTimeoutMs: 2500 },
       migrateOnStart: false,

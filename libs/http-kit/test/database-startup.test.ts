@@ -31,6 +31,7 @@ async function buildApp(
     host: '127.0.0.1',
     database: outage.config,
     migrateOnStart,
+    shutdownDrainMs: 0,
     corsOrigins: '*',
     trustProxy: false,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',

@@ -1,4 +1,3 @@
-import { createConnection } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { FieldError, parseEnv } from '@platform/schema';
@@ -12,7 +11,12 @@ import {
   type ErrorDialect,
 } from '../src';
 import { Value } from '@sinclair/typebox/value';
-import { dialectTestApp } from '../src/testing';
+import {
+  dialectTestApp,
+  parseRawResponse as parse,
+  rawExchange as exchange,
+  type RawResponse,
+} from '../src/testing';
 
 /** A dialect of the tests' own, under a media type no framework would use by itself. */
 const HardError = Type.Object(
@@ -29,34 +33,6 @@ const dialect: ErrorDialect = {
 async function listening(app: FastifyInstance): Promise<number> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   return (app.server.address() as { port: number }).port;
-}
-
-/** Sends `raw` on a fresh connection; resolves with all it received once the server closes it. */
-function exchange(port: number, raw: string | string[]) {
-  const socket = createConnection({ port, host: '127.0.0.1' });
-  let received = '';
-  socket.on('data', (chunk) => (received += chunk));
-  socket.on('error', () => undefined);
-  const closed = new Promise<string>((resolve) => socket.on('close', () => resolve(received)));
-  for (const part of [raw].flat()) socket.write(part);
-  return { socket, closed };
-}
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-function parse(raw: string): RawResponse {
-  const [head, ...rest] = raw.split('\r\n\r\n');
-  const [statusLine, ...lines] = head.split('\r\n');
-  return {
-    status: Number(statusLine.split(' ')[1]),
-    headers: Object.fromEntries(
-      lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
-    ),
-    body: rest.join('\r\n\r\n'),
-  };
 }
 
 function expectInDialect(response: RawResponse, status: number) {

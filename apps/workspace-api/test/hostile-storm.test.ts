@@ -1,0 +1,258 @@
+import * as testing from '@platform/http-kit/testing';
+import { BODY_LIMIT } from '../src/config';
+import { kasmDialect } from '../src/errors';
+import { dashed } from './support/kasm';
+import { workspaceEntry } from './support/registry';
+import { startTestServer } from './support/server';
+
+type Schema = testing.JsonSchema;
+
+/**
+ * The hostile-input storm (issue #11): at least 10,000 generated requests no client should send, over
+ * real HTTP across every documented operation, with a good key (in the body or the headers), none or
+ * a bad one, plus malformed HTTP framing on raw sockets. Every answer is a 4xx `{"error_message"}` with
+ * the security headers, and nothing is stored. Seeded: a failure names its seed, HOSTILE_SEED replays it.
+ */
+describe('hostile-input storm', () => {
+  const server = testing.openForTheseTests(() => startTestServer(), 60_000);
+
+  // What the operations' handlers enforce beyond their (loose) schemas, from the contract.
+  /** An id naming exactly this entity (32 hex characters, or dashed). */
+  const names = (hex: string): Schema => ({ type: 'string', enum: [hex, dashed(hex)] });
+  /** An object whose listed fields are all required. */
+  const needs = (properties: Record<string, Schema>, optional: Record<string, Schema> = {}): Schema => ({
+    type: 'object',
+    required: Object.keys(properties),
+    properties: { ...properties, ...optional },
+  });
+  const nonBlank: Schema = { type: 'string', pattern: '\\S' };
+  const optionalName: Schema = { type: 'string', nullable: true, pattern: '\\S', maxLength: 255 };
+  const priority: Schema = { type: 'integer', nullable: true, minimum: 1, maximum: 4095 };
+  const paging = {
+    page: { type: 'integer', nullable: true, minimum: 1 },
+    page_size: { type: 'integer', nullable: true, minimum: 1, maximum: 1000 },
+  };
+  /** A group by id (which wins) or by its exact name. */
+  const groupByIdOrName = (hex: string, name: string): Schema => ({
+    type: 'object',
+    if: { required: ['group_id'], properties: { group_id: { not: { type: 'null' } } } },
+    then: { properties: { group_id: names(hex) } },
+    else: { required: ['name'], properties: { name: { enum: [name] } } },
+  });
+  const registryEntry: Schema = needs(
+    {
+      friendly_name: { type: 'string' },
+      name: nonBlank,
+      description: { type: 'string' },
+      image_src: { type: 'string' },
+      architecture: { type: 'array', minItems: 1, items: { enum: ['amd64', 'arm64'] } },
+      compatibility: {
+        type: 'array',
+        minItems: 1,
+        items: { type: 'string', pattern: '^[0-9]+\\.[0-9]+\\.x$' },
+      },
+      uncompressed_size_mb: { type: 'integer', minimum: 0 },
+    },
+    {
+      categories: { type: 'array', nullable: true, items: { type: 'string' } },
+      docker_registry: { type: 'string', nullable: true },
+      run_config: { type: 'object', nullable: true },
+      exec_config: { type: 'object', nullable: true },
+      notes: { type: 'string', nullable: true },
+      cores: { type: 'number', nullable: true },
+      memory: { type: 'integer', nullable: true },
+      gpu_count: { type: 'integer', nullable: true },
+    },
+  );
+
+  test('10,000 bad requests across every operation: 0 × 5xx, every error in the dialect, nothing stored', async () => {
+    const { app, baseUrl, database, admin, call } = server();
+    const ok = async (operation: string, body: Record<string, unknown>) => {
+      const r = await call(operation, body);
+      if (r.statusCode !== 200) throw new Error(`${operation}: ${r.statusCode} ${r.body}`);
+      return r.json();
+    };
+    const user: string = (await ok('create_user', { target_user: { username: 'storm-user', password: 'x' } }))
+      .user.user_id;
+    const groupA: string = (await ok('create_group', { target_group: { name: 'storm a', priority: 10 } }))
+      .group.group_id;
+    const groupB: string = (await ok('create_group', { target_group: { name: 'storm b', priority: 20 } }))
+      .group.group_id;
+    const image: string = (await ok('install_workspace', { workspace: workspaceEntry() })).image.image_id;
+    await ok('add_user_group', { target_user: { user_id: user }, target_group: { group_id: groupA } });
+    await ok('add_images_group', { target_image: { image_id: image }, target_group: { group_id: groupA } });
+
+    const theUser = needs({ user_id: names(user) });
+    const op = (body: Record<string, unknown>, rules?: Schema): testing.RouteExample => ({
+      auth: true,
+      body,
+      ...(rules ? { rules: { body: rules } } : {}),
+    });
+    const routes = testing.hostileRoutesFromOpenApi(app.swagger() as never, {
+      'GET /healthz': {},
+      'GET /readyz': {},
+      'GET /metrics': {},
+      'GET /api/public/validate_credentials': { auth: true },
+      'POST /api/public/validate_credentials': op({}),
+      'POST /api/public/get_users': op({ page: 1, page_size: 10 }, { properties: paging }),
+      'POST /api/public/get_user': op(
+        { target_user: { user_id: user } },
+        needs({
+          target_user: {
+            type: 'object',
+            if: { required: ['user_id'], properties: { user_id: { not: { type: 'null' } } } },
+            then: { properties: { user_id: names(user) } },
+            else: { required: ['username'], properties: { username: { enum: ['storm-user'] } } },
+          },
+        }),
+      ),
+      'POST /api/public/create_user': op(
+        { target_user: { username: 'storm-new', password: 'Secret-123', first_name: 'Ada', locked: false } },
+        needs({ target_user: needs({ username: nonBlank }) }),
+      ),
+      'POST /api/public/update_user': op(
+        { target_user: { user_id: user, first_name: 'Bo', organization: 'Org' } },
+        needs({ target_user: needs({ user_id: names(user) }, { username: optionalName }) }),
+      ),
+      'POST /api/public/delete_user': op(
+        { target_user: { user_id: user }, force: false },
+        needs({ target_user: theUser }, { force: { type: 'boolean', nullable: true } }),
+      ),
+      'POST /api/public/update_user_password': op(
+        { target_user: { user_id: user, password: 'Secret-123!' } },
+        needs({ target_user: needs({ user_id: names(user), password: { type: 'string' } }) }),
+      ),
+      'POST /api/public/update_user_name': op(
+        { target_user: { user_id: user, first_name: 'Cy', last_name: 'Di' } },
+        needs({ target_user: theUser }),
+      ),
+      'POST /api/public/get_groups': op({}),
+      'POST /api/public/create_group': op(
+        { target_group: { name: 'storm new', priority: 30, description: 'd' } },
+        needs({
+          target_group: needs(
+            { name: { ...nonBlank, maxLength: 255 }, priority: { ...priority, nullable: false } },
+            { description: { type: 'string', nullable: true } },
+          ),
+        }),
+      ),
+      'POST /api/public/update_group': op(
+        { target_group: { group_id: groupA, name: 'storm a', priority: 11, description: 'e' } },
+        needs({ target_group: needs({ group_id: names(groupA) }, { name: optionalName, priority }) }),
+      ),
+      'POST /api/public/delete_group': op(
+        { target_group: { group_id: groupB } },
+        needs({ target_group: needs({ group_id: names(groupB) }) }),
+      ),
+      'POST /api/public/add_user_group': op(
+        { target_user: { user_id: user }, target_group: { group_id: groupB } },
+        needs({ target_user: theUser, target_group: needs({ group_id: names(groupB) }) }),
+      ),
+      'POST /api/public/remove_user_group': op(
+        { target_user: { user_id: user }, target_group: { group_id: groupA } },
+        needs({ target_user: theUser, target_group: needs({ group_id: names(groupA) }) }),
+      ),
+      'POST /api/public/change_user_group': op(
+        { target_user: { user_id: user }, old_group: { group_id: groupA }, new_group: { name: 'storm b' } },
+        needs({
+          target_user: theUser,
+          old_group: groupByIdOrName(groupA, 'storm a'),
+          new_group: groupByIdOrName(groupB, 'storm b'),
+        }),
+      ),
+      'POST /api/public/get_users_group': op(
+        { target_group: { group_id: groupA }, page: 1, page_size: 5 },
+        needs({ target_group: needs({ group_id: names(groupA) }) }, paging),
+      ),
+      'POST /api/public/install_workspace': op(
+        {
+          workspace: workspaceEntry({ run_config: { hostname: 'kasm' }, exec_config: { go: { cmd: 'x' } } }),
+        },
+        needs({ workspace: registryEntry }),
+      ),
+      'POST /api/public/get_images': op({}),
+      'POST /api/public/delete_image': op(
+        { target_image: { image_id: image } },
+        needs({ target_image: needs({ image_id: names(image) }) }),
+      ),
+      'POST /api/public/add_images_group': op(
+        { target_image: { image_id: image }, target_group: { group_id: groupB } },
+        needs({
+          target_image: needs({ image_id: names(image) }),
+          target_group: needs({ group_id: names(groupB) }),
+        }),
+      ),
+      'POST /api/public/remove_images_group': op(
+        { target_image: { image_id: image }, target_group: { group_id: groupA } },
+        needs({
+          target_image: needs({ image_id: names(image) }),
+          target_group: needs({ group_id: names(groupA) }),
+        }),
+      ),
+      'POST /api/public/get_images_group': op(
+        { target_group: { group_id: groupA } },
+        needs({ target_group: needs({ group_id: names(groupA) }) }),
+      ),
+      'POST /api/public/get_user_images': op(
+        { target_user: { user_id: user } },
+        needs({ target_user: theUser }),
+      ),
+    });
+
+    /** A good key in the body or the headers; a bad one (wrong secret, unknown key, empty); or none. */
+    const authenticate: testing.Authenticate = (draft, kind, random) => {
+      if (kind === 'none') return;
+      const pair =
+        kind === 'valid'
+          ? admin
+          : random.pick([
+              { ...admin, api_key_secret: 'x'.repeat(32) },
+              { api_key: 'nosuchkey123', api_key_secret: admin.api_key_secret },
+              { api_key: admin.api_key, api_key_secret: '' },
+            ]);
+      const body = draft.body as Record<string, unknown> | undefined;
+      if (body && typeof body === 'object' && !Array.isArray(body) && random.chance(0.6))
+        Object.assign(body, pair);
+      else {
+        draft.headers['api-key'] = pair.api_key;
+        draft.headers['api-key-secret'] = pair.api_key_secret;
+      }
+    };
+
+    const before = await testing.tableRowCounts(database);
+    const report = await testing.runHostileStorm({
+      baseUrl,
+      routes,
+      count: 10_000,
+      seed: testing.hostileSeed(2222),
+      dialect: kasmDialect,
+      bodyLimit: BODY_LIMIT,
+      requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'as-empty-object' },
+      authenticate,
+    });
+    console.log(
+      `workspace storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
+        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}`,
+    );
+    testing.assertStormClean(report);
+    expect(report.sent).toBe(10_000);
+    expect(await testing.tableRowCounts(database)).toEqual(before);
+
+    // Still serving: a read and a write over HTTP.
+    const headers = { 'content-type': 'application/json' };
+    const users = await fetch(`${baseUrl}/api/public/get_users`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(admin),
+    });
+    expect(users.status).toBe(200);
+    const { users: listed } = (await users.json()) as { users: { username: string }[] };
+    expect(listed.map((u) => u.username)).toEqual(['storm-user']);
+    const created = await fetch(`${baseUrl}/api/public/create_group`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ ...admin, target_group: { name: 'after the storm', priority: 50 } }),
+    });
+    expect(created.status).toBe(200);
+  }, 120_000);
+});
