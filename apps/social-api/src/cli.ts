@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { runCli, UsageError } from '@platform/http-kit';
 import { loadConfig } from './config';
+import { repairCounters } from './db/counters';
 import { migrations } from './db/migrations';
 import { FAKE_USAGE, fakeCommand, isFakeKind, parseCount } from './fake';
 
@@ -18,6 +19,18 @@ runCli({
         const n = parseCount(kind, count);
         return withDatabase((database) => fakeCommand(database.db, kind, n, out));
       },
+    },
+    'repair-counters': {
+      usage:
+        '  repair-counters               recompute the posts, followers and total counters from count(*)',
+      run: (_args, { withDatabase, out }) =>
+        withDatabase(async (database) => {
+          const repaired = await repairCounters(database.db);
+          out(
+            `Counters repaired: ${repaired.users} user${repaired.users === 1 ? '' : 's'}, totals ${repaired.totals ? 'repaired' : 'were right'}.`,
+          );
+          return 0;
+        }),
     },
   },
 });

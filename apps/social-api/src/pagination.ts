@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { RequestValidationError } from '@platform/http-kit';
-import { BadRequest } from './errors';
+import { BadRequest, NotFound } from './errors';
 import { errors } from './http';
 
 export const MAX_LIMIT = 25;
@@ -45,11 +45,50 @@ export type PageRequest<C> = { limit: number } & (
   { mode: 'after'; after: C } | { mode: 'offset'; offset: number }
 );
 
+/** One page of a collection, read with the collection's size. */
+export interface Page<T> {
+  total: number;
+  /** After a cursor: how many items sort at or before it (0 in offset mode). */
+  atOrBefore: number;
+  items: T[];
+}
+
 /** What a collection's repository answers for one page. */
 export interface PageSource<T, C> {
-  /** The collection's size, and (given a cursor) how many items sort at or before it. */
-  count(after: C | undefined): Promise<{ total: number; atOrBefore: number }>;
-  page(request: PageRequest<C>): Promise<T[]>;
+  /**
+   * The page and the collection's size in one statement (the size from a counter, never a count of
+   * the collection); undefined when the collection's owner does not exist.
+   */
+  read(request: PageRequest<C>): Promise<Page<T> | undefined>;
+  /**
+   * Whether the collection's owner exists, for a collection that has one: asked only when the query
+   * is refused, so that a missing owner stays a 404 whatever the query.
+   */
+  exists?(): Promise<boolean>;
+}
+
+/** The sizes every row of a page statement carries (bigint counts arrive as strings). */
+interface PageSizes {
+  total: string | number | null;
+  at_or_before: string | number | null;
+}
+
+/**
+ * A page from the rows of a statement that reads the sizes and LEFT JOINs the page LATERAL: one row
+ * per item, or one row without an item when the page is empty. A null total: no such owner.
+ */
+export function pageFromRows<R extends PageSizes, T>(
+  rows: R[],
+  item: (row: R) => T | undefined,
+): Page<T> | undefined {
+  const sizes = rows[0];
+  if (!sizes || sizes.total === null) return undefined;
+  const items: T[] = [];
+  for (const row of rows) {
+    const value = item(row);
+    if (value !== undefined) items.push(value);
+  }
+  return { total: Number(sizes.total), atOrBefore: Number(sizes.at_or_before ?? 0), items };
 }
 
 const schemaError = (message: string) =>
@@ -86,13 +125,22 @@ function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) => C): P
 }
 
 async function paginate<T, R, C>(
-  request: PageRequest<C>,
+  query: PageQuery,
+  parseCursor: ((after: string) => C) | undefined,
   source: PageSource<T, C>,
   serialize: (item: T) => R,
 ) {
-  const { total, atOrBefore } = await source.count(request.mode === 'after' ? request.after : undefined);
+  let request: PageRequest<C>;
+  try {
+    request = pageRequest(query, parseCursor);
+  } catch (error) {
+    if (source.exists && !(await source.exists())) throw new NotFound();
+    throw error;
+  }
+  const page = await source.read(request);
+  if (!page) throw new NotFound();
+  const { total, atOrBefore, items } = page;
   if (request.mode === 'offset' && total > 0 && request.offset >= total) throw new BadRequest();
-  const items = total === 0 ? [] : await source.page(request);
   return {
     pagination: {
       limit: request.limit,
@@ -120,8 +168,7 @@ export function collection<P extends TSchema, T, R, C = never>(
       querystring: PageQuery,
       response: { 200: page, ...errors(400, ...statuses) },
     }),
-    answer: (query: PageQuery, source: PageSource<T, C>) =>
-      paginate(pageRequest(query, parseCursor), source, serialize),
+    answer: (query: PageQuery, source: PageSource<T, C>) => paginate(query, parseCursor, source, serialize),
   };
 }
 

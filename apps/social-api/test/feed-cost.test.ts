@@ -56,16 +56,25 @@ describe('feed and listing cost', () => {
 
   /** The statements one request runs, and its response. */
   async function measure(token: string, url: string) {
+    // The coalesced last_seen write (a timer, once a second) is not the request's: written before,
+    // and left out should its timer fire during the request.
+    await app.lastSeen.flush();
     statements.length = 0;
     recording = true;
     try {
       const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
       expect(res.statusCode).toBe(200);
-      return { res, statements: [...statements] };
+      return { res, statements: statements.filter((q) => !isLastSeenWrite(q.sql)) };
     } finally {
       recording = false;
     }
   }
+
+  /** A statement of the batched last_seen write (its transaction, its row locks, its update). */
+  const isLastSeenWrite = (text: string) =>
+    /^(begin|commit|rollback)\b/i.test(text.trim()) ||
+    /for no key update/i.test(text) ||
+    /update users set last_seen/i.test(text);
 
   /** EXPLAIN ANALYZE of the statement a request ran to read its page (the one with a LIMIT). */
   async function pagePlan(token: string, url: string): Promise<PlanNode[]> {
@@ -166,7 +175,7 @@ describe('feed and listing cost', () => {
   async function plans(token: string, url: string) {
     const { statements: ran } = await measure(token, url);
     const out: { sql: string; plan: PlanNode[] }[] = [];
-    for (const q of ran.filter((q) => !/^update "users"/.test(q.sql)))
+    for (const q of ran.filter((q) => !/\bfrom "tokens"/.test(q.sql)))
       out.push({ sql: q.sql, plan: await explain(q) });
     return out;
   }
@@ -181,7 +190,7 @@ describe('feed and listing cost', () => {
     data: { timestamp: string; author: { id: number } }[];
   };
 
-  test('the feed is three statements (authentication, count, page) whether one follows 0, 1 or 30 users', async () => {
+  test('the feed is two statements (authentication, page with its total) whether one follows 0, 1 or 30 users', async () => {
     const expected = { none: 3, one: 3 + 10, many: 3 + 30 * 10 };
     const followed = { none: [] as number[], one: [fanIds[100]], many: fanIds.slice(200, 230) };
     const counts: Record<string, number> = {};
@@ -196,7 +205,7 @@ describe('feed and listing cost', () => {
     }
     expect(counts.one).toBe(counts.none);
     expect(counts.many).toBe(counts.none);
-    expect(counts.many).toBeLessThanOrEqual(3);
+    expect(counts.many).toBeLessThanOrEqual(2);
   });
 
   test('no statement per post or per author: any page of the feed, of any size, costs the same', async () => {
@@ -223,7 +232,7 @@ describe('feed and listing cost', () => {
 
   test("the feed's count and page read posts by author through posts_user_timestamp_idx, never every post or user", async () => {
     const statementsOfFeed = await plans(viewers.many.token, '/api/feed');
-    expect(statementsOfFeed).toHaveLength(2);
+    expect(statementsOfFeed).toHaveLength(1);
     for (const { sql: text, plan } of statementsOfFeed) {
       expect({ sql: text, fullScans: fullScans(plan, ['posts', 'users', 'followers']) }).toEqual({
         sql: text,

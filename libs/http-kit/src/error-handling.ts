@@ -163,6 +163,8 @@ export const errorHandling = fp(
     app.setErrorHandler((error, request, reply) => {
       const problem = toProblem(error, options);
       if (problem.status === 500) request.log.error({ err: error }, 'unexpected error');
+      else if ((error as { code?: string }).code === 'PLATFORM_SHUTTING_DOWN')
+        request.log.info('not ready: shutting down');
       else if (problem.status === 503) request.log.warn({ err: error }, 'dependency unavailable');
       else request.log.info({ status: problem.status, detail: problem.detail }, 'request rejected');
       return send(reply, problem);

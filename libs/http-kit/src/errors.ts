@@ -22,3 +22,10 @@ export const ServiceUnavailableError = createError(
   'The database is unavailable; try again shortly',
   503,
 );
+
+/** Readiness while the service drains after SIGTERM: it still serves, but takes no new traffic. */
+export const ShuttingDownError = createError(
+  'PLATFORM_SHUTTING_DOWN',
+  'The service is shutting down; send new requests to another instance',
+  503,
+);

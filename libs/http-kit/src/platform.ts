@@ -9,7 +9,7 @@ import metrics from 'fastify-metrics';
 import { Type } from '@sinclair/typebox';
 import { errorHandling } from './error-handling';
 import { reasonPhrase, type ErrorDialect } from './dialects';
-import { createError, ServiceUnavailableError } from './errors';
+import { createError, ServiceUnavailableError, ShuttingDownError } from './errors';
 import { requestRules, type RequestRulesOptions } from './request-rules';
 import { closeConnectionsWhileDraining } from './shutdown';
 
@@ -237,7 +237,7 @@ export const platform = fp(
         },
       },
       async () => {
-        if (app.leaving) throw new ServiceUnavailableError({ cause: new Error('shutting down') });
+        if (app.leaving) throw new ShuttingDownError();
         try {
           await options.readiness();
         } catch (error) {

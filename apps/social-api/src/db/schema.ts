@@ -10,6 +10,10 @@ export interface UsersTable {
   /** timestamptz(3): millisecond precision, so what the API emits is exactly what is stored. */
   first_seen: Generated<Date>;
   last_seen: Generated<Date>;
+  /** Counters kept by triggers in the transaction of every write (migration 2026-11-25T1000_counters). */
+  posts_count: Generated<number>;
+  followers_count: Generated<number>;
+  following_count: Generated<number>;
 }
 
 export interface PostsTable {
@@ -41,12 +45,21 @@ export interface SpentOAuth2StatesTable {
   expires: Date;
 }
 
+/** The one row of collection sizes, kept by triggers like the users' counters. */
+export interface TotalsTable {
+  id: Generated<boolean>;
+  /** bigint: read as a string by pg. */
+  posts: Generated<string>;
+  users: Generated<string>;
+}
+
 export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
   followers: FollowersTable;
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;
+  totals: TotalsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

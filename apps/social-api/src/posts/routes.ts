@@ -1,8 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Forbidden, NotFound } from '../errors';
 import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
-import { collection, Paginated, parseTimestampCursor } from '../pagination';
-import { createUsersRepository } from '../users/repository';
+import {
+  collection,
+  Paginated,
+  parseTimestampCursor,
+  type PageRequest,
+  type PageSource,
+} from '../pagination';
+import type { PublicUserRow } from '../users/repository';
 import { UserIdParams } from '../users/schemas';
 import { serializeUser } from '../users/serialize';
 import { createPostsRepository, type PostWithAuthor } from './repository';
@@ -16,22 +22,38 @@ const serializePost = (p: PostWithAuthor): Post => ({
   id: p.id,
   url: `/api/posts/${p.id}`,
   text: p.text,
-  timestamp: p.timestamp.toISOString(),
+  timestamp: p.timestamp,
   author: serializeUser(p.author),
 });
 
 /** Every post collection: newest first, `after` a timestamp. */
 const postPages = collection(PostPage, serializePost, parseTimestampCursor);
 
+/**
+ * The caller's own posts carry the caller as this request sees it: its `last_seen` is this
+ * request's, which the database gets only with the next coalesced write.
+ */
+const seenBy =
+  (caller: PublicUserRow) =>
+  (post: PostWithAuthor): PostWithAuthor =>
+    post.author.id === caller.id ? { ...post, author: caller } : post;
+
+const pagesSeenBy = (caller: PublicUserRow, source: PageSource<PostWithAuthor, Date>) => ({
+  ...source,
+  async read(request: PageRequest<Date>) {
+    const page = await source.read(request);
+    return page && { ...page, items: page.items.map(seenBy(caller)) };
+  },
+});
+
 const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const posts = createPostsRepository(app.database.db);
-  const users = createUsersRepository(app.database.db);
   const { token } = routeOptions('posts', app.requireToken);
 
-  const existingPost = async (idText: string) => {
+  const existingPost = async (idText: string, caller: PublicUserRow) => {
     const post = await posts.findById(parseId(idText));
     if (!post) throw new NotFound();
-    return post;
+    return seenBy(caller)(post);
   };
 
   /** 404 for no such post, 403 for someone else's. */
@@ -53,7 +75,11 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       return reply
         .status(201)
-        .send(serializePost(await posts.create(request.user.id, request.body.text, app.clock())));
+        .send(
+          serializePost(
+            seenBy(request.user)(await posts.create(request.user.id, request.body.text, app.clock())),
+          ),
+        );
     },
   );
 
@@ -64,7 +90,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: PAGING_NOTE,
       ...postPages.schema(401),
     }),
-    async (request) => postPages.answer(request.query, posts.all()),
+    async (request) => postPages.answer(request.query, pagesSeenBy(request.user, posts.all())),
   );
 
   app.get(
@@ -74,7 +100,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: PostIdParams,
       response: { 200: Post, ...errors(401, 404) },
     }),
-    async (request) => serializePost(await existingPost(request.params.id)),
+    async (request) => serializePost(await existingPost(request.params.id, request.user)),
   );
 
   app.put(
@@ -93,7 +119,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         !(await posts.updateText(id, request.user.id, request.body.text))
       )
         throw new NotFound();
-      return serializePost(await existingPost(request.params.id));
+      return serializePost(await existingPost(request.params.id, request.user));
     },
   );
 
@@ -120,11 +146,9 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: UserIdParams,
       ...postPages.schema(401, 404),
     }),
-    async (request) => {
-      const user = await users.findById(parseId(request.params.id));
-      if (!user) throw new NotFound();
-      return postPages.answer(request.query, posts.byAuthor(user.id));
-    },
+    // No lookup first: the page's own statement says when there is no such user (404).
+    async (request) =>
+      postPages.answer(request.query, pagesSeenBy(request.user, posts.byAuthor(parseId(request.params.id)))),
   );
 
   app.get(
@@ -134,7 +158,8 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: `Your own posts and those of everyone you follow, in one query. ${PAGING_NOTE}`,
       ...postPages.schema(401),
     }),
-    async (request) => postPages.answer(request.query, posts.feed(request.user.id)),
+    async (request) =>
+      postPages.answer(request.query, pagesSeenBy(request.user, posts.feed(request.user.id))),
   );
 };
 

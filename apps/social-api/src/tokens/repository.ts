@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { SocialDatabase, TokenRow } from '../db/schema';
+import { param, prepare } from '../db/prepared';
 import { publicUserColumns, type PublicUserRow } from '../users/repository';
 
 export interface NewTokenPair {
@@ -11,6 +12,17 @@ export interface NewTokenPair {
 }
 
 export function createTokensRepository(db: Kysely<SocialDatabase>) {
+  const ownerOfLiveToken = prepare(
+    db,
+    db
+      .selectFrom('tokens')
+      .innerJoin('users', 'users.id', 'tokens.user_id')
+      .select([...publicUserColumns, 'tokens.id as token_id'])
+      .where('tokens.access_token_hash', '=', param<string>(1))
+      .where('tokens.access_expiration', '>', param<Date>(2)),
+    (accessTokenHash: string, now: Date) => [accessTokenHash, now],
+  );
+
   return {
     async insert(pair: NewTokenPair): Promise<void> {
       await db
@@ -26,22 +38,14 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
     },
 
     /**
-     * The owner of a live access token, with its `last_seen` set to `now`: one statement per
-     * authenticated request.
+     * The owner of a live access token and the token's id: one SELECT per authenticated request (its
+     * `last_seen` is written later, coalesced: see plugins/app/auth.ts).
      */
     async authenticate(
       accessTokenHash: string,
       now: Date,
     ): Promise<(PublicUserRow & { token_id: string }) | undefined> {
-      return db
-        .updateTable('users')
-        .from('tokens')
-        .set({ last_seen: now })
-        .whereRef('users.id', '=', 'tokens.user_id')
-        .where('tokens.access_token_hash', '=', accessTokenHash)
-        .where('tokens.access_expiration', '>', now)
-        .returning([...publicUserColumns, 'tokens.id as token_id'])
-        .executeTakeFirst();
+      return (await ownerOfLiveToken(accessTokenHash, now))[0];
     },
 
     byAccessHash(accessTokenHash: string): Promise<TokenRow | undefined> {

@@ -42,7 +42,7 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
       return issue(userId);
     },
 
-    /** The caller of a bearer token (and `last_seen` updated), or undefined. */
+    /** The caller of a live bearer token, or undefined. */
     async authenticate(accessJwt: string): Promise<(PublicUserRow & { token_id: string }) | undefined> {
       const tokenId = jwt.accessTokenId(accessJwt);
       return tokenId ? repo.authenticate(digest(tokenId), clock()) : undefined;

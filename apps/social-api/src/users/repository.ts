@@ -1,17 +1,24 @@
 import { sql, type Kysely, type Selectable, type Selection } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
-import type { PageRequest, PageSource } from '../pagination';
+import { isoTimestamp, param, prepare } from '../db/prepared';
+import { pageFromRows, type PageRequest, type PageSource } from '../pagination';
 
-/** The user columns every user-returning query selects: never the hash, only whether there is one. */
+/**
+ * The user columns every user-returning query selects: never the hash, only whether there is one;
+ * timestamps already in their wire form; the user's counters (a follow list's total is one of them).
+ */
 export const publicUserColumns = [
   'users.id',
   'users.username',
   'users.email',
   'users.about_me',
-  'users.first_seen',
-  'users.last_seen',
+  isoTimestamp('users.first_seen').as('first_seen'),
+  isoTimestamp('users.last_seen').as('last_seen'),
   sql<boolean>`users.password_hash is not null`.as('has_password'),
+  'users.posts_count',
+  'users.followers_count',
+  'users.following_count',
 ] as const;
 
 /** A user as those columns read it (the type follows the list, so the two cannot drift apart). */
@@ -29,14 +36,25 @@ export function uniqueViolation(error: unknown): 'username' | 'email' | undefine
 
 export type UserWithHash = Selectable<UsersTable>;
 
+type FollowDirection = 'following' | 'followers';
+
 export function createUsersRepository(db: Kysely<SocialDatabase>) {
   const publicUsers = () => db.selectFrom('users').select(publicUserColumns);
 
-  /** "Who X follows" / "who follows X", by username, as one page source. */
-  const followList = (
-    userId: number,
-    direction: 'following' | 'followers',
-  ): PageSource<PublicUserRow, string> => {
+  const byId = prepare(db, publicUsers().where('users.id', '=', param<number>(1)), (id: number) => [id]);
+  const byUsername = prepare(
+    db,
+    publicUsers().where('users.username', '=', param<string>(1)),
+    (username: string) => [username],
+  );
+
+  /**
+   * One page of "whom $3 follows" / "who follows $3" by username, with its total from the owner's
+   * counter (null: no such user) and, after a cursor, the members at or before it: one statement.
+   * `$1` limit, `$2` offset or cursor. The page's LATERAL join gives one row even when it is empty;
+   * an offset at or past the total reads no row.
+   */
+  const followPage = (direction: FollowDirection, mode: PageRequest<string>['mode']) => {
     const [mine, theirs] =
       direction === 'following'
         ? (['follower_id', 'followed_id'] as const)
@@ -45,51 +63,113 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
       db
         .selectFrom('followers')
         .innerJoin('users', 'users.id', `followers.${theirs}`)
-        .where(`followers.${mine}`, '=', userId);
-    return {
-      async count(after) {
-        const row = await members()
-          .select((eb) => [
-            eb.fn.countAll<string>().as('total'),
-            after === undefined
-              ? sql<string>`0`.as('at_or_before')
-              : sql<string>`count(*) filter (where users.username <= ${after})`.as('at_or_before'),
-          ])
-          .executeTakeFirstOrThrow();
-        return { total: Number(row.total), atOrBefore: Number(row.at_or_before) };
-      },
-      page(request: PageRequest<string>) {
-        let q = members().select(publicUserColumns).orderBy('users.username').limit(request.limit);
-        q =
-          request.mode === 'after' ? q.where('users.username', '>', request.after) : q.offset(request.offset);
-        return q.execute();
-      },
-    };
+        .where(`followers.${mine}`, '=', param<number>(3));
+    const sizes = db
+      .selectNoFrom([
+        db
+          .selectFrom('users as owner')
+          .select(`owner.${direction}_count`)
+          .where('owner.id', '=', param<number>(3))
+          .as('total'),
+        mode === 'after'
+          ? members()
+              .select((eb) => eb.fn.countAll<string>().as('n'))
+              .where('users.username', '<=', param<string>(2))
+              .as('at_or_before')
+          : sql<string>`0`.as('at_or_before'),
+      ])
+      .as('c');
+    const page = members().select(publicUserColumns).orderBy('users.username').limit(param<number>(1));
+    return prepare(
+      db,
+      db
+        .selectFrom(sizes)
+        .leftJoinLateral(
+          (mode === 'after'
+            ? page.where('users.username', '>', param<string>(2))
+            : page.where(sql<boolean>`${param(2)} < c.total`).offset(param<number>(2))
+          ).as('page'),
+          (join) => join.onTrue(),
+        )
+        .select(['c.total', 'c.at_or_before'])
+        .selectAll('page'),
+      (userId: number, request: PageRequest<string>) => [
+        request.limit,
+        request.mode === 'after' ? request.after : request.offset,
+        userId,
+      ],
+    );
   };
+  const followPages = {
+    following: { after: followPage('following', 'after'), offset: followPage('following', 'offset') },
+    followers: { after: followPage('followers', 'after'), offset: followPage('followers', 'offset') },
+  };
+
+  /** "Who X follows" / "who follows X", by username, as one page source. */
+  const followList = (userId: number, direction: FollowDirection): PageSource<PublicUserRow, string> => ({
+    read: async (request) =>
+      pageFromRows(await followPages[direction][request.mode](userId, request), userFromPageRow),
+  });
+
+  /** Every user by id, with the total from `totals`: offset pages only. */
+  const allPage = prepare(
+    db,
+    db
+      .selectFrom(
+        db
+          .selectNoFrom([
+            db.selectFrom('totals').select('totals.users').as('total'),
+            sql<string>`0`.as('at_or_before'),
+          ])
+          .as('c'),
+      )
+      .leftJoinLateral(
+        publicUsers()
+          .where(sql<boolean>`${param(2)} < c.total`)
+          .orderBy('users.id')
+          .limit(param<number>(1))
+          .offset(param<number>(2))
+          .as('page'),
+        (join) => join.onTrue(),
+      )
+      .select(['c.total', 'c.at_or_before'])
+      .selectAll('page'),
+    (request: PageRequest<never>) => [request.limit, request.mode === 'offset' ? request.offset : 0],
+  );
 
   return {
     async create(user: NewUserRow): Promise<PublicUserRow> {
       return db.insertInto('users').values(user).returning(publicUserColumns).executeTakeFirstOrThrow();
     },
 
-    findById(id: number): Promise<PublicUserRow | undefined> {
-      return publicUsers().where('id', '=', id).executeTakeFirst();
-    },
-
-    /** `last_seen` = now for a user acting without a token (DISABLE_AUTH). */
-    touch(id: number, now: Date): Promise<PublicUserRow | undefined> {
-      return db
-        .updateTable('users')
-        .set({ last_seen: now })
-        .where('id', '=', id)
-        .returning(publicUserColumns)
-        .executeTakeFirst();
+    async findById(id: number): Promise<PublicUserRow | undefined> {
+      return (await byId(id))[0];
     },
 
     async findByUsername(username: string): Promise<PublicUserRow | undefined> {
       // No name holds a NUL (PostgreSQL text cannot), and the database would refuse one with an error.
       if (username.includes('\u0000')) return undefined;
-      return publicUsers().where('username', '=', username).executeTakeFirst();
+      return (await byUsername(username))[0];
+    },
+
+    /**
+     * Writes the `last_seen` of many users at once (the coalesced writes of authenticated requests),
+     * never moving one back. Rows are locked in id order, the order every writer of users rows
+     * follows (see the counters migration), so concurrent flushes and counter updates never deadlock.
+     */
+    async recordLastSeen(seen: ReadonlyMap<number, Date>): Promise<void> {
+      if (!seen.size) return;
+      const ids = [...seen.keys()];
+      const times = ids.map((id) => seen.get(id)!.toISOString());
+      await db.transaction().execute(async (tx) => {
+        await sql`select 1 from users where id = any(${ids}::int[]) order by id for no key update`.execute(
+          tx,
+        );
+        await sql`
+          update users set last_seen = greatest(users.last_seen, seen.at)
+          from unnest(${ids}::int[], ${times}::timestamptz[]) as seen(id, at)
+          where users.id = seen.id`.execute(tx);
+      });
     },
 
     findByEmail(email: string): Promise<PublicUserRow | undefined> {
@@ -160,21 +240,7 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
 
     /** All users by id, as a page source (no cursor). */
     all(): PageSource<PublicUserRow, never> {
-      return {
-        async count() {
-          const row = await db
-            .selectFrom('users')
-            .select((eb) => eb.fn.countAll<string>().as('total'))
-            .executeTakeFirstOrThrow();
-          return { total: Number(row.total), atOrBefore: 0 };
-        },
-        page: (request) =>
-          publicUsers()
-            .orderBy('id')
-            .limit(request.limit)
-            .offset(request.mode === 'offset' ? request.offset : 0)
-            .execute(),
-      };
+      return { read: async (request) => pageFromRows(await allPage(request), userFromPageRow) };
     },
 
     following: (userId: number) => followList(userId, 'following'),
@@ -215,3 +281,7 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
 }
 
 export type UsersRepository = ReturnType<typeof createUsersRepository>;
+
+/** A user of a page row (see `pageFromRows`): absent in the one row of an empty page. */
+const userFromPageRow = (row: { [K in keyof PublicUserRow]: PublicUserRow[K] | null }) =>
+  row.id === null ? undefined : (row as PublicUserRow);

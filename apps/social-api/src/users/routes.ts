@@ -142,7 +142,8 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ? await users.findById(parseId(key))
         : await users.findByUsername(key);
       if (!user) throw new NotFound();
-      return serializeUser(user);
+      // Your own page shows you seen now (the stored last_seen follows within about a second).
+      return serializeUser(user.id === request.user.id ? request.user : user);
     },
   );
 

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { BEARER_CHALLENGE, Unauthorized } from '../../errors';
 import { createTokenService, type TokenService } from '../../tokens/service';
@@ -9,9 +9,11 @@ declare module 'fastify' {
     tokens: TokenService;
     /** onRequest hook of every token endpoint: a live `Bearer` access token, else 401. */
     requireToken: onRequestHookHandler;
+    /** The `last_seen` times not written yet; `flush()` writes them now (it happens every second and at close). */
+    lastSeen: { flush(): Promise<void> };
   }
   interface FastifyRequest {
-    /** The authenticated caller (set by `requireToken`). */
+    /** The authenticated caller (set by `requireToken`), `last_seen` as of this request. */
     user: PublicUserRow;
     /** The caller's token pair (absent under DISABLE_AUTH). */
     tokenId?: string;
@@ -20,20 +22,72 @@ declare module 'fastify' {
 
 const BEARER = /^bearer\s+(\S+)\s*$/i;
 
+/** How often the `last_seen` of recent callers is written: what other readers may lag behind. */
+export const LAST_SEEN_FLUSH_MS = 1000;
+
+/**
+ * `last_seen` of authenticated callers without a write per request: the latest time of each user,
+ * kept in memory and written in one statement for all of them (`flush`). A failed write keeps its
+ * times for the next one.
+ */
+function lastSeenWriter(write: (seen: ReadonlyMap<number, Date>) => Promise<void>, log: FastifyBaseLogger) {
+  let pending = new Map<number, Date>();
+  const keep = (id: number, at: Date) => {
+    const known = pending.get(id);
+    if (!known || known.getTime() < at.getTime()) pending.set(id, at);
+  };
+  const writeOnce = async () => {
+    if (!pending.size) return;
+    const batch = pending;
+    pending = new Map();
+    try {
+      await write(batch);
+    } catch (err) {
+      for (const [id, at] of batch) keep(id, at);
+      log.warn({ err, users: batch.size }, 'writing last_seen failed; kept for the next write');
+    }
+  };
+  // One write at a time: the timer's and close's never overlap.
+  let writing = Promise.resolve();
+  return { seen: keep, flush: () => (writing = writing.then(writeOnce)) };
+}
+
 /**
  * Bearer authentication, as the Flask backend does it: the scheme name in any case, a JWT whose
- * token id is live in the database; every authenticated request updates `last_seen`. Failures are
- * 401 with `WWW-Authenticate: Bearer realm="Authentication Required"`. Runs before the body is
- * read, so an anonymous caller learns nothing from validation errors. With DISABLE_AUTH (refused
- * in production) every call acts as user 1.
+ * token id is live in the database (one SELECT of the token and its user). Every authenticated
+ * request updates `last_seen`: the caller's own responses show this request's time at once; the
+ * database gets it within `LAST_SEEN_FLUSH_MS`, coalesced per user, and at close. Failures are 401
+ * with `WWW-Authenticate: Bearer realm="Authentication Required"`. Runs before the body is read, so
+ * an anonymous caller learns nothing from validation errors. With DISABLE_AUTH (refused in
+ * production) every call acts as user 1.
  */
 export default fp(
   async function auth(app) {
     const tokens = createTokenService(app.database.db, app.config, app.clock);
     const users = createUsersRepository(app.database.db);
+    const lastSeen = lastSeenWriter((seen) => users.recordLastSeen(seen), app.log);
     app.decorate('tokens', tokens);
+    app.decorate('lastSeen', { flush: lastSeen.flush });
     app.decorateRequest('user', null as never);
     app.decorateRequest('tokenId', undefined);
+
+    const timer = setInterval(() => void lastSeen.flush(), LAST_SEEN_FLUSH_MS);
+    timer.unref();
+    // Registered after the database plugin, so this runs before the database closes.
+    app.addHook('onClose', async () => {
+      clearInterval(timer);
+      await lastSeen.flush();
+    });
+
+    /** The caller as of now: seen at this request (never earlier than the database says). */
+    const seenNow = (user: PublicUserRow): PublicUserRow => {
+      const now = app.clock();
+      lastSeen.seen(user.id, now);
+      const at = now.toISOString();
+      // Both are ISO 8601 in UTC with milliseconds, so they compare as text.
+      if (at > user.last_seen) user.last_seen = at;
+      return user;
+    };
 
     const reject = (reply: FastifyReply) => {
       reply.header('www-authenticate', BEARER_CHALLENGE);
@@ -42,16 +96,16 @@ export default fp(
 
     app.decorate('requireToken', async function requireToken(request: FastifyRequest, reply: FastifyReply) {
       if (app.config.disableAuth) {
-        const user = await users.touch(1, app.clock());
+        const user = await users.findById(1);
         if (!user) throw reject(reply);
-        request.user = user;
+        request.user = seenNow(user);
         return;
       }
       const match = BEARER.exec(request.headers.authorization ?? '');
       const caller = match ? await tokens.authenticate(match[1]) : undefined;
       if (!caller) throw reject(reply);
       const { token_id: tokenId, ...user } = caller;
-      request.user = user;
+      request.user = seenNow(user);
       request.tokenId = tokenId;
     });
   },
