@@ -2,13 +2,15 @@
 #   docker build --build-arg SERVICE=social-api -t platform/social-api .
 # SERVICE is a directory under apps/: microblog-api, workspace-api or social-api.
 # Needs BuildKit (RUN --mount below): the default of `docker compose` v2 and of Docker 23+ with buildx.
-# Debian's docker-compose 1.29 builds through the docker CLI; with Docker 20.10 set DOCKER_BUILDKIT=1.
+# Docker 20.10: DOCKER_BUILDKIT=1. Debian's docker-compose 1.29 builds with BuildKit only through the CLI
+# (COMPOSE_DOCKER_CLI_BUILD=1 DOCKER_BUILDKIT=1); or build with `npm run images:build`, which compose reuses.
 # Corporate proxy: `docker build --secret id=ca,src=corp-ca.pem ...` trusts that CA while installing.
-# Checked statically by tools/docker-check (no Docker engine in CI).
+# Checked by tools/docker-check: statically, and built and run by its compose test (tools/images builds
+# the base images locally where Docker Hub cannot be reached).
 
 ARG SERVICE
 
-# ---- build: install all dependencies, compile the service and its libraries, prune to production ----
+# ---- build: install all dependencies, compile every app and the libraries, prune to production ----
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 ENV CI=true NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
@@ -23,8 +25,11 @@ COPY apps/microblog-api/package.json apps/microblog-api/
 COPY apps/workspace-api/package.json apps/workspace-api/
 COPY apps/social-api/package.json apps/social-api/
 COPY tools/bench/package.json tools/bench/
+COPY tools/deploy-check/package.json tools/deploy-check/
 COPY tools/dev/package.json tools/dev/
 COPY tools/docker-check/package.json tools/docker-check/
+COPY tools/images/package.json tools/images/
+COPY tools/replicas/package.json tools/replicas/
 COPY tools/workspace-check/package.json tools/workspace-check/
 # `npm ci`: exactly what the lockfile holds (it carries every platform's optional packages). The
 # optional `ca` secret is mounted for this step only and never stored in a layer; without it, nothing.
@@ -33,10 +38,11 @@ RUN --mount=type=secret,id=ca,required=false \
  && npm ci --no-audit --no-fund
 
 COPY . .
-# Declared only here: every RUN after an ARG has it in its cache key, so the layers above stay the same
-# for every service (one `npm ci` for all three images).
-ARG SERVICE
-RUN npx nx run ${SERVICE}:build --skip-nx-cache \
+# Every app and its libraries at once, then pruned to production: this stage never names SERVICE (an ARG
+# in scope is part of every later RUN's cache key), so it is built once and shared by all three images,
+# which differ only in the app directory they copy below. The production node_modules is the same for
+# every app anyway (npm prunes a workspace's tree as a whole).
+RUN npx nx run-many -t build --projects=tag:type:app --skip-nx-cache \
  && npm prune --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 

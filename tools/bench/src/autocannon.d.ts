@@ -14,6 +14,8 @@ declare module 'autocannon' {
       duration?: number;
       /** Seconds before a request counts as a timeout. */
       timeout?: number;
+      /** Requests to send in all (instead of a duration). */
+      amount?: number;
     }
 
     /** A histogram's summary (hdr-histogram-percentiles-obj), percentiles as `p50`, `p97_5`, ... */

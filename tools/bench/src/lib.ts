@@ -581,19 +581,20 @@ function cpuSince(before: Map<string, number>, after: Map<string, number>): numb
 // bytes and headers the service answered.
 
 /**
- * baseline.ts as plain JavaScript in `dir`: the baseline runs on bare Node, without the TypeScript
- * loader (tsx adds some 30 MiB to a process), so its figures are Fastify's alone.
+ * An entry point of this folder (baseline.ts by default, or bare.ts) as plain JavaScript in `dir`:
+ * baselines run on bare Node, without the TypeScript loader (tsx adds some 30 MiB to a process),
+ * so their figures are Fastify's (and pg's) alone.
  */
-function compileBaseline(dir: string): string {
-  const { outputText } = ts.transpileModule(readFileSync(BASELINE_SOURCE, 'utf8'), {
-    fileName: BASELINE_SOURCE,
+export function compileEntry(dir: string, source = BASELINE_SOURCE): string {
+  const { outputText } = ts.transpileModule(readFileSync(source, 'utf8'), {
+    fileName: source,
     compilerOptions: {
       module: ts.ModuleKind.CommonJS,
       target: ts.ScriptTarget.ES2022,
       esModuleInterop: true,
     },
   });
-  const file = path.join(dir, 'baseline.js');
+  const file = path.join(dir, path.basename(source).replace(/\.ts$/, '.js'));
   writeFileSync(file, outputText);
   return file;
 }
@@ -620,7 +621,7 @@ export async function startBaseline(
   const payload: BaselinePayload = { route, body: sample.bytes.toString('base64'), headers };
   writeFileSync(payloadFile, JSON.stringify(payload));
   const port = await freePort();
-  const proc = startNode('baseline', [compileBaseline(dir), payloadFile], {
+  const proc = startNode('baseline', [compileEntry(dir), payloadFile], {
     ...process.env,
     PORT: String(port),
     // The compiled file lives in a temporary directory: it finds Fastify where the bench does.

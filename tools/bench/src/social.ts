@@ -4,20 +4,15 @@
 // the feed, the posts, a followers list and post creation with autocannon on loopback, and reports
 // every figure as a ratio to the baseline measured in the same run. Not a test: it never passes or
 // fails on a threshold. See README.md in tools/bench.
-import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { openDatabase } from '@platform/db';
-import type { Pagination } from '@platform/social-api/pagination';
 import type { Post } from '@platform/social-api/posts/schemas';
-import type { TokenPair } from '@platform/social-api/tokens/schemas';
 import type { User } from '@platform/social-api/users/schemas';
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import * as lib from './lib';
+import { APP_DIST, benchUser, fake, withDatabase, type BenchUser, type Page } from './social-setup';
 
-const APP_DIST = path.join(lib.ROOT, 'apps/social-api/dist');
 const CLI_SOURCE = path.join(lib.ROOT, 'apps/social-api/src/cli.ts');
 
 type Options = lib.BenchOptions<'users' | 'posts' | 'follows'>;
@@ -45,12 +40,6 @@ const options = (): Options =>
       },
     },
   });
-
-/** One page of a collection: the body `Paginated(item)` of social-api's pagination.ts describes. */
-interface Page<T> {
-  pagination: Pagination;
-  data: T[];
-}
 
 interface SeededDatabase extends lib.DatabaseInfo {
   users: number;
@@ -82,39 +71,6 @@ async function waitForCli(): Promise<boolean> {
     }
   }
   throw new Error('apps/social-api/src/cli.ts still does not exist after 30 minutes');
-}
-
-/** `node apps/social-api/dist/cli.js <args>` on the throw-away database; its output, or an error. */
-async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const proc = lib.startNode(`social-api ${args.join(' ')}`, [path.join(APP_DIST, 'cli.js'), ...args], env);
-  const { code, signal } = await proc.exited;
-  if (code !== 0)
-    throw new Error(
-      `social-api ${args.join(' ')} failed (code ${code}, signal ${signal}):\n${proc.output()}`,
-    );
-  return proc.output().trim();
-}
-
-/** Runs `fake <kind> <count>` and checks its last line (`N users added.`); returns the seconds it took. */
-async function fake(kind: 'users' | 'posts', count: number, env: NodeJS.ProcessEnv): Promise<number | null> {
-  const started = performance.now();
-  const output = await cli(['fake', kind, String(count)], env);
-  if (!output.endsWith(`${count} ${kind} added.`))
-    throw new Error(`fake ${kind} ${count} printed ${JSON.stringify(output.slice(-500))}`);
-  return lib.round((performance.now() - started) / 1000, 1);
-}
-
-/** Opens the throw-away database in this process for `run(db)` (raw SQL: the tables are social-api's). */
-async function withDatabase<T>(
-  config: lib.BenchDatabase['config'],
-  run: (db: Kysely<unknown>) => Promise<T>,
-): Promise<T> {
-  const database = await openDatabase({ ...config, poolMax: 1 });
-  try {
-    return await run(database.db);
-  } finally {
-    await database.close();
-  }
 }
 
 /** Seeds with the service's command line, then reads what the scenarios need (in this process). */
@@ -165,39 +121,6 @@ async function prepareDatabase(opts: Options): Promise<{
       followTargets,
     };
   });
-}
-
-interface BenchUser {
-  id: number;
-  username: string;
-  /** The `Authorization: Bearer` header of its access token. */
-  auth: { authorization: string };
-}
-
-/** Registers a fresh user, logs in (one argon2 hash and one verification) and follows `targets`. */
-async function benchUser(base: string, targets: number[]): Promise<BenchUser> {
-  const suffix = randomBytes(4).toString('hex');
-  const username = `bench_${suffix}`;
-  const password = randomBytes(12).toString('hex');
-  const json = { 'content-type': 'application/json' };
-  const { json: user } = await lib.request<User>(
-    `${base}/api/users`,
-    {
-      method: 'POST',
-      headers: json,
-      body: JSON.stringify({ username, email: `bench-${suffix}@example.com`, password }),
-    },
-    201,
-  );
-  const basic = Buffer.from(`${username}:${password}`).toString('base64');
-  const { json: tokens } = await lib.request<TokenPair>(`${base}/api/tokens`, {
-    method: 'POST',
-    headers: { authorization: `Basic ${basic}` },
-  });
-  const auth = { authorization: `Bearer ${tokens.access_token}` };
-  for (const id of targets)
-    await lib.request(`${base}/api/me/following/${id}`, { method: 'POST', headers: auth }, 204);
-  return { id: user.id, username, auth };
 }
 
 /** How many posts the bench user has written (the post-creation counter). */

@@ -240,6 +240,19 @@ function builtEntry(app: string): string | null {
   return posix.join(dir, options.outDir, 'main.js');
 }
 
+/** Whether a RUN's shell builds an app: `nx run <app>:build`, or `nx run-many -t build` over it. */
+function buildsApp(shell: string, app: string): boolean {
+  if (shell.includes(`nx run ${app}:build`)) return true;
+  const many = /\bnx run-many\b([^&;|]*)/.exec(shell)?.[1];
+  if (!many || !/(-t|--targets?)[= ]\S*\bbuild\b/.test(many)) return false;
+  const projects = /(?:-p|--projects)[= ](\S+)/.exec(many)?.[1];
+  if (!projects) return true; // every project
+  const tags: string[] = JSON.parse(read(`apps/${app}/package.json`)).nx?.tags ?? [];
+  return projects
+    .split(',')
+    .some((p) => p === app || p === `@platform/${app}` || tags.includes(p.replace(/^tag:/, '')));
+}
+
 /** Every file under a repo-relative directory (skipping node_modules, dist, .git). */
 function walk(rel: string): string[] {
   const abs = join(ROOT, rel);
@@ -298,7 +311,8 @@ function portsOf(service: Dict): { published: number; target: number }[] {
       const o = p as Dict;
       return { published: Number(o.published), target: Number(o.target) };
     }
-    const parts = String(p)
+    // `${MICROBLOG_PORT:-8887}:8887`: the published port with an empty environment.
+    const parts = interpolate(String(p))
       .replace(/\/(tcp|udp)$/, '')
       .split(':');
     return { published: Number(parts[parts.length - 2]), target: Number(parts[parts.length - 1]) };
@@ -429,6 +443,7 @@ describe('.dockerignore', () => {
       'coverage',
       'tools/bench/results',
       'x.tsbuildinfo',
+      '.cache', // tools/images: downloads, the Debian root filesystem (hundreds of MB)
       // The container setup itself: editing it must not rerun the whole build (`COPY . .`).
       'Dockerfile',
       'docker-compose.yml',
@@ -525,16 +540,27 @@ describe('Dockerfile (one for every app, SERVICE=<app>)', () => {
       expect(manifests.filter((m) => !copied.includes(m))).toEqual([]);
       const copiesAfter = copiesOf(build.slice(installAt)).filter((c) => !c.from);
       expect(copiesAfter.length).toBeGreaterThan(0);
-      // SERVICE must be declared (ARG) in the stage, or the shell sees it empty.
-      expect(
-        build.slice(installAt).some((s) => s.keyword === 'RUN' && shellOf(s).includes(`nx run ${app}:build`)),
-      ).toBe(true);
+      // `nx run <app>:build` (SERVICE declared in the stage, or the shell sees it empty), or every app at once.
+      expect(build.slice(installAt).some((s) => s.keyword === 'RUN' && buildsApp(shellOf(s), app))).toBe(
+        true,
+      );
       expect(
         build.some(
           (s) =>
             s.keyword === 'RUN' && /npm prune --omit=dev|npm (install|ci) [^&]*--omit=dev/.test(shellOf(s)),
         ),
       ).toBe(true);
+    });
+
+    it('builds one build stage for every image: none of its steps depends on SERVICE', () => {
+      expect(buildStage).toBeDefined();
+      // An ARG in scope is in the cache key of every RUN after it: the build would run once per image.
+      const dependent = buildStage!.steps
+        .filter(
+          (s) => 'SERVICE' in s.vars || /\$\{?SERVICE\b/.test(s.instruction.getArgumentsContent() ?? ''),
+        )
+        .map((s) => `line ${s.instruction.getRange().start.line + 1}: ${s.keyword}`);
+      expect(dependent).toEqual([]);
     });
 
     it('copies only paths that exist in the context and are not excluded by .dockerignore', () => {
@@ -707,6 +733,17 @@ describe('docker-compose.yml', () => {
           .map((p) => Number(p.replace(/\/tcp$/, ''))),
       );
       expect(exposed).toContain(expected.port);
+    });
+
+    it('publishes its port on a host port an environment variable can move (the compose test does)', () => {
+      const raw = ((service.ports as unknown[]) ?? []).map(String);
+      expect(raw).toEqual([
+        expect.stringMatching(new RegExp(`^\\$\\{[A-Z]+_PORT:-${expected.port}\\}:${expected.port}$`)),
+      ]);
+    });
+
+    it('names the image `npm run images:build` tags, so compose runs it instead of building again', () => {
+      expect(service.image).toBe(`platform/${app}`);
     });
 
     it('has a healthcheck on /healthz of its port and a restart policy', () => {

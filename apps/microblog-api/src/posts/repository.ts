@@ -1,6 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { MicroblogDatabase, NewPost, NewReply, PostRow, ReplyRow } from '../db/schema';
-import { EMBEDDED_REPLIES, type QuestTopic, type ReactionKind } from './schemas';
+import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import type { MicroblogDatabase, NewPost, NewReply, PostsTable, RepliesTable } from '../db/schema';
+import { EMBEDDED_REPLIES, type QuestTopic, type ReactionKind, type Reply } from './schemas';
 
 export interface PageRequest {
   limit: number;
@@ -8,10 +8,43 @@ export interface PageRequest {
   topic?: QuestTopic;
 }
 
+/**
+ * A post as the API shows it: its columns, `created_at` already in the wire's text form (ISO 8601
+ * UTC with milliseconds), formatted by PostgreSQL rather than parsed into a Date and formatted
+ * again per row.
+ */
+export type PostView = Omit<Selectable<PostsTable>, 'created_at'> & { timestamp: string };
+/** A reply in exactly the wire's shape (see `Reply`): the rows are answered as they are. */
+export type ReplyView = Reply;
+
 export interface PostWithReplies {
-  post: PostRow;
-  replies: ReplyRow[];
+  post: PostView;
+  replies: ReplyView[];
 }
+
+/** `created_at` as the wire writes it: `2026-11-22T09:15:00.123Z` (milliseconds truncated, like Date). */
+const wireTimestamp = (column: string): RawBuilder<string> =>
+  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+const POST_COLUMNS = [
+  'id',
+  'content',
+  'quest_topic',
+  'student_name',
+  'reply_count',
+  'like_count',
+  'love_count',
+  'celebrate_count',
+  'insightful_count',
+  'support_count',
+] as const satisfies readonly (keyof PostsTable)[];
+
+const REPLY_COLUMNS = [
+  'id',
+  'post_id',
+  'content',
+  'student_name',
+] as const satisfies readonly (keyof RepliesTable)[];
 
 /** Every statement microblog-api runs against its schema. */
 export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
@@ -19,7 +52,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
   function pageQuery({ limit, before, topic }: PageRequest) {
     let query = db
       .selectFrom('posts')
-      .selectAll()
+      .select([...POST_COLUMNS, wireTimestamp('created_at').as('timestamp')])
       .orderBy('id', 'desc')
       .limit(limit + 1);
     if (before !== undefined) query = query.where('id', '<', before);
@@ -27,21 +60,48 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
     return query;
   }
 
-  /** The first replies of each post, oldest first, in one statement whatever the number of posts. */
-  async function firstReplies(postIds: number[]): Promise<Map<number, ReplyRow[]>> {
-    const byPost = new Map<number, ReplyRow[]>(postIds.map((id) => [id, []]));
-    if (!postIds.length) return byPost;
-    const { rows } = await sql<ReplyRow>`
-      select r.* from unnest(${sql.val(postIds)}::integer[]) as p(id)
+  /**
+   * The page statement, compiled by Kysely once per shape (with or without `before`, `topic`) rather
+   * than built and compiled on every request: its parameters are, in order, `before`, `topic`, the
+   * row limit (the order `pageQuery` writes them in; the listing tests check every shape).
+   */
+  const pageSql = new Map<string, string>();
+  function pageStatement(request: PageRequest): CompiledQuery<PostView> {
+    const shape = `${request.before !== undefined}:${request.topic !== undefined}`;
+    let text = pageSql.get(shape);
+    if (text === undefined) {
+      text = pageQuery(request).compile().sql;
+      pageSql.set(shape, text);
+    }
+    const parameters: unknown[] = [];
+    if (request.before !== undefined) parameters.push(request.before);
+    if (request.topic !== undefined) parameters.push(request.topic);
+    parameters.push(request.limit + 1);
+    return CompiledQuery.raw(text, parameters);
+  }
+
+  /**
+   * The first replies of each post, oldest first, in one statement whatever the number of posts
+   * (`$1`: the post ids). Written once: its shape never changes.
+   */
+  const firstRepliesSql = sql`
+      select ${sql.join(REPLY_COLUMNS.map((c) => sql.ref(`r.${c}`)))},
+        ${wireTimestamp('r.created_at')} as timestamp
+      from unnest(${sql.val([0])}::integer[]) as p(id)
       cross join lateral (
-        select * from replies where replies.post_id = p.id order by replies.id limit ${EMBEDDED_REPLIES}
+        select * from replies where replies.post_id = p.id order by replies.id limit ${sql.lit(EMBEDDED_REPLIES)}
       ) r
-      order by r.post_id, r.id`.execute(db);
+      order by r.post_id, r.id`.compile(db).sql;
+
+  async function firstReplies(postIds: number[]): Promise<Map<number, ReplyView[]>> {
+    const byPost = new Map<number, ReplyView[]>(postIds.map((id) => [id, []]));
+    if (!postIds.length) return byPost;
+    const { rows } = await db.executeQuery<ReplyView>(CompiledQuery.raw(firstRepliesSql, [postIds]));
     for (const row of rows) byPost.get(row.post_id)?.push(row);
     return byPost;
   }
 
-  async function withReplies(posts: PostRow[]): Promise<PostWithReplies[]> {
+  async function withReplies(posts: PostView[]): Promise<PostWithReplies[]> {
     const replies = await firstReplies(posts.map((p) => p.id));
     return posts.map((post) => ({ post, replies: replies.get(post.id) ?? [] }));
   }
@@ -51,13 +111,17 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
 
     /** A page of posts with their replies: two statements whatever the page size. */
     async listPage(request: PageRequest): Promise<{ items: PostWithReplies[]; hasMore: boolean }> {
-      const rows = await pageQuery(request).execute();
+      const { rows } = await db.executeQuery(pageStatement(request));
       const hasMore = rows.length > request.limit;
       return { items: await withReplies(hasMore ? rows.slice(0, request.limit) : rows), hasMore };
     },
 
-    async insertPost(post: NewPost): Promise<PostRow> {
-      return db.insertInto('posts').values(post).returningAll().executeTakeFirstOrThrow();
+    async insertPost(post: NewPost): Promise<PostView> {
+      return db
+        .insertInto('posts')
+        .values(post)
+        .returning([...POST_COLUMNS, wireTimestamp('created_at').as('timestamp')])
+        .executeTakeFirstOrThrow();
     },
 
     /** Adds many posts in one statement (seeding). */
@@ -71,7 +135,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
      * Adds a reply and counts it on its post, atomically; null when the post does not exist. The
      * counter update locks the post row, so concurrent replies never lose a count.
      */
-    async insertReply(reply: NewReply): Promise<ReplyRow | null> {
+    async insertReply(reply: NewReply): Promise<ReplyView | null> {
       return db.transaction().execute(async (trx: Transaction<MicroblogDatabase>) => {
         const post = await trx
           .updateTable('posts')
@@ -80,7 +144,11 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
           .returning('id')
           .executeTakeFirst();
         if (!post) return null;
-        return trx.insertInto('replies').values(reply).returningAll().executeTakeFirstOrThrow();
+        return trx
+          .insertInto('replies')
+          .values(reply)
+          .returning([...REPLY_COLUMNS, wireTimestamp('created_at').as('timestamp')])
+          .executeTakeFirstOrThrow();
       });
     },
 
@@ -106,7 +174,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
         .updateTable('posts')
         .set((eb) => ({ [column]: eb(column, '+', count) }))
         .where('id', '=', postId)
-        .returningAll()
+        .returning([...POST_COLUMNS, wireTimestamp('created_at').as('timestamp')])
         .executeTakeFirst();
       return post ? (await withReplies([post]))[0] : null;
     },

@@ -3,15 +3,13 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { errorResponses, RequestValidationError } from '@platform/http-kit';
 import { annotate, MAX_ID } from '@platform/schema';
 import { PostNotFoundError, problemDetailsDialect } from '../errors';
-import type { ReplyRow } from '../db/schema';
-import { createPostsRepository, type PostWithReplies } from './repository';
+import { createPostsRepository, type PostWithReplies, type ReplyView } from './repository';
 import {
   CreatePostBody,
   CreateReplyBody,
   DEFAULT_PAGE_SIZE,
   ListQuery,
   Post,
-  REACTION_KINDS,
   ReactionBody,
   Reply,
   type ReactionKind,
@@ -20,26 +18,26 @@ import {
 const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, [...statuses, 500, 503]);
 const WRITE_ERRORS = [400, 413, 415, 429];
 
-function toReply(row: ReplyRow): Reply {
-  return {
-    id: row.id,
-    post_id: row.post_id,
-    content: row.content,
-    student_name: row.student_name,
-    timestamp: row.created_at.toISOString(),
-  };
-}
+/** Reply rows come in the wire's shape already (see the repository). */
+const toReply = (row: ReplyView): Reply => row;
 
+/** Timestamps come as wire text from SQL: no Date is parsed and formatted again per row. */
 function toPost({ post, replies }: PostWithReplies): Post {
   return {
     id: post.id,
     content: post.content,
     quest_topic: post.quest_topic,
     student_name: post.student_name,
-    timestamp: post.created_at.toISOString(),
-    replies: replies.map(toReply),
+    timestamp: post.timestamp,
+    replies,
     reply_count: post.reply_count,
-    reactions: Object.fromEntries(REACTION_KINDS.map((k) => [k, post[`${k}_count`]])) as Post['reactions'],
+    reactions: {
+      like: post.like_count,
+      love: post.love_count,
+      celebrate: post.celebrate_count,
+      insightful: post.insightful_count,
+      support: post.support_count,
+    },
   };
 }
 
@@ -156,6 +154,10 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         });
         reply.header('link', `</api/microblog?${next}>; rel="next"`);
       }
+      // toPost builds exactly the schema's properties in its order, and reply rows are selected in the
+      // Reply shape: the native serialiser writes the same bytes as the schema's, without the
+      // intermediate strings a 50-60 KiB page costs in garbage collection (see tools/bench compare).
+      reply.type('application/json; charset=utf-8').serializer(JSON.stringify);
       return page.items.map(toPost);
     },
   );

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { ApiKeyRow, WorkspaceDatabase } from '../db/schema';
 import { hashSecret, newKeyPair } from './keys';
 import type { Permission } from './permissions';
@@ -10,11 +10,16 @@ export interface NewApiKey {
   expires?: Date | null;
 }
 
+/** The credential check of every Kasm operation: written once, not built by Kysely per request. */
+const FIND_BY_KEY = 'select * from api_keys where api_key = $1';
+
 /** Every statement about API keys. */
 export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
   return {
-    findByKey(apiKey: string): Promise<ApiKeyRow | undefined> {
-      return db.selectFrom('api_keys').selectAll().where('api_key', '=', apiKey).executeTakeFirst();
+    /** The key, read and never written (no last-used stamp): a read stays one statement. */
+    async findByKey(apiKey: string): Promise<ApiKeyRow | undefined> {
+      const { rows } = await db.executeQuery<ApiKeyRow>(CompiledQuery.raw(FIND_BY_KEY, [apiKey]));
+      return rows[0];
     },
 
     /** Creates a key; the secret is returned once and only its hash is stored. */

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
 import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
 import { deleteWhere } from '../db/statements';
@@ -10,6 +10,42 @@ export interface MembershipRow {
   group_id: string;
   name: string;
 }
+
+/** A user as get_users lists it: the columns the wire shows and the user's groups, in order. */
+export type ListedUserRow = Omit<UserRow, 'password_hash'> & {
+  groups: { name: string; group_id: string }[];
+};
+
+/** One page of users with their groups, and the number of all users. */
+export interface UsersPage {
+  rows: ListedUserRow[];
+  total: number;
+}
+
+/**
+ * get_users in one statement: the total, the page in creation order (ties by id) and each user's
+ * groups (by priority, the higher number first, then name) as JSON. The left join keeps the total
+ * when the page is empty (no users, or a page past the end). `$1` offset, `$2` limit (null: all).
+ * Its shape never changes, so it is written once rather than built by Kysely per request.
+ */
+const LIST_WITH_GROUPS = `
+  select total.n as total, page.*
+  from (select count(*)::int as n from users) as total
+  left join lateral (
+    select u.id, u.username, u.first_name, u.last_name, u.organization, u.phone, u.notes, u.locked,
+      u.disabled, u.realm, u.last_session, u.created,
+      coalesce((
+        select json_agg(json_build_object('name', g.name, 'group_id', g.id) order by g.priority desc, g.name)
+        from user_groups ug join groups g on g.id = ug.group_id
+        where ug.user_id = u.id
+      ), '[]') as groups
+    from users u
+    order by u.created, u.id
+    offset $1 limit $2
+  ) as page on true
+  order by page.created, page.id`;
+
+type ListedRow = { total: number } & (ListedUserRow | { [K in keyof ListedUserRow]: null });
 
 export type CreateResult = { status: 'created'; row: UserRow } | { status: 'username-taken' };
 export type UpdateResult =
@@ -30,19 +66,19 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
       return db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
     },
 
-    async count(): Promise<number> {
-      const { n } = await db
-        .selectFrom('users')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .executeTakeFirstOrThrow();
-      return Number(n);
-    },
-
-    /** Users by creation, oldest first (ties by id); every user without `page`. */
-    async list(page?: { offset: number; limit: number }): Promise<UserRow[]> {
-      let query = db.selectFrom('users').selectAll().orderBy('created', 'asc').orderBy('id', 'asc');
-      if (page) query = query.offset(page.offset).limit(page.limit);
-      return query.execute();
+    /** A page of users (every user without `page`) with their groups and the total, in one statement. */
+    async listWithGroups(page?: { offset: number; limit: number }): Promise<UsersPage> {
+      const { rows } = await db.executeQuery<ListedRow>(
+        // A page past the end is empty whatever its number: the offset is kept within bigint.
+        CompiledQuery.raw(LIST_WITH_GROUPS, [
+          Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),
+          page?.limit ?? null,
+        ]),
+      );
+      const total = rows[0]?.total ?? 0;
+      // With no user on the page, the one row holds the total and nulls.
+      const users = rows.filter((row): row is { total: number } & ListedUserRow => row.id !== null);
+      return { rows: users, total };
     },
 
     /**

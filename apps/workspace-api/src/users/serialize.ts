@@ -1,6 +1,6 @@
 import type { UserRow } from '../db/schema';
 import { toKasmDate, toKasmId } from '../kasm/wire';
-import type { MembershipRow } from './repository';
+import type { ListedUserRow, MembershipRow } from './repository';
 import type { User } from './schemas';
 
 /** Users in Kasm's shape, each with its groups (`memberships` in the order they are listed in). */
@@ -11,7 +11,20 @@ export function toUsers(rows: UserRow[], memberships: MembershipRow[]): User[] {
     list.push({ name: m.name, group_id: toKasmId(m.group_id) });
     groupsOf.set(m.user_id, list);
   }
-  return rows.map((row) => ({
+  return rows.map((row) => toUser(row, groupsOf.get(row.id) ?? []));
+}
+
+/** Users as get_users lists them, their groups read with them. */
+export const toListedUsers = (rows: ListedUserRow[]): User[] =>
+  rows.map((row) =>
+    toUser(
+      row,
+      row.groups.map((g) => ({ name: g.name, group_id: toKasmId(g.group_id) })),
+    ),
+  );
+
+function toUser(row: Omit<UserRow, 'password_hash'>, groups: User['groups']): User {
+  return {
     user_id: toKasmId(row.id),
     username: row.username,
     first_name: row.first_name,
@@ -24,6 +37,6 @@ export function toUsers(rows: UserRow[], memberships: MembershipRow[]): User[] {
     realm: row.realm,
     last_session: toKasmDate(row.last_session),
     created: toKasmDate(row.created),
-    groups: groupsOf.get(row.id) ?? [],
-  }));
+    groups,
+  };
 }

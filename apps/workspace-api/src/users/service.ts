@@ -10,13 +10,13 @@ import {
   UsernameInUse,
 } from '../errors';
 import { given, lookup, named } from '../kasm/fields';
-import { paged, pageOf } from '../kasm/paging';
+import { pageOf } from '../kasm/paging';
 import { cut64 } from '../kasm/wire';
 import type { NameChanges, NewUserFields, UserChanges, UserRef } from './body';
 import { assertPasswordRules, hashPassword } from './passwords';
 import { createUsersRepository, type UsersRepository } from './repository';
 import type { User } from './schemas';
-import { toUsers } from './serialize';
+import { toListedUsers, toUsers } from './serialize';
 
 /** Usernames are stored trimmed and lowercased. */
 const normalizeUsername = (username: string) => username.trim().toLowerCase();
@@ -86,14 +86,10 @@ export function createUsersService(
   }
 
   return {
-    /** Every user, or one page of them, with the number of all users. */
+    /** Every user, or one page of them, with the number of all users: one statement. */
     async list(request: { page?: number | null; page_size?: number | null }) {
-      const { rows, total } = await paged(
-        pageOf(request),
-        () => users.count(),
-        (page) => users.list(page),
-      );
-      return { users: await usersWithGroups(users, rows), total };
+      const { rows, total } = await users.listWithGroups(pageOf(request));
+      return { users: toListedUsers(rows), total };
     },
 
     /** The user named by `user_id`, or else by `username` (trimmed, case-insensitive). */

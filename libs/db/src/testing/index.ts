@@ -79,3 +79,4 @@ export async function cuttableDatabase(
     },
   };
 }
+export * from './statements';

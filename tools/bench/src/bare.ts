@@ -1,0 +1,80 @@
+// The same-SQL baseline of the side-by-side mode (compare.ts): a bare Fastify server (default
+// options, no logger, no plugins) and a bare pg pool, with one route that sends exactly the
+// statements the service sent for that route (captured from PostgreSQL's statement log, same text,
+// same parameters, same order), reads their rows, and answers the same JSON value the service
+// answered, serialised per request with JSON.stringify (the bench checks the bytes are identical).
+// So it is "HTTP + Fastify + the same SQL through pg + serialising the same JSON" and nothing else.
+// compare.ts compiles it to JavaScript and runs `node bare.js <payload file>` with `PORT`. An entry
+// point only: never import it for its values (compare.ts takes the payload type, which is erased).
+import { readFileSync } from 'node:fs';
+import process from 'node:process';
+import { fastify } from 'fastify';
+import { Pool } from 'pg';
+
+/** One statement as the service sent it: its text and its parameters as PostgreSQL logged them. */
+export interface CapturedStatement {
+  text: string;
+  /** Text values (null for SQL NULL), in order `$1`, `$2`, ... */
+  parameters: (string | null)[];
+}
+
+/** The payload file of bare.ts. */
+export interface BarePayload {
+  method: 'GET' | 'POST';
+  route: string;
+  /** The connection string and the schema (as the service's pool: search_path, one per connection). */
+  databaseUrl: string;
+  schema: string;
+  poolMax: number;
+  statements: CapturedStatement[];
+  /** The service's answer, parsed: serialised again on every request. */
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+async function serve(payloadFile: string): Promise<void> {
+  const payload = JSON.parse(readFileSync(payloadFile, 'utf8')) as BarePayload;
+  const pool = new Pool({
+    connectionString: payload.databaseUrl,
+    max: payload.poolMax,
+    options: `-c search_path=${payload.schema}`,
+  });
+  pool.on('error', () => undefined); // an idle connection ended by the bench (statistics flush)
+  // Statements in a transaction need one connection; otherwise each takes one, as Kysely does.
+  const transactional = payload.statements.some((s) => /^\s*begin\b/i.test(s.text));
+  const app = fastify({ logger: false });
+  app.route({
+    method: payload.method,
+    url: payload.route,
+    handler: async (_request, reply) => {
+      const rows: unknown[] = [];
+      if (transactional) {
+        const client = await pool.connect();
+        try {
+          for (const s of payload.statements) rows.push((await client.query(s.text, s.parameters)).rows);
+        } finally {
+          client.release();
+        }
+      } else {
+        for (const s of payload.statements) rows.push((await pool.query(s.text, s.parameters)).rows);
+      }
+      for (const [name, value] of Object.entries(payload.headers)) reply.header(name, value);
+      return reply.send(JSON.stringify(payload.body));
+    },
+  });
+  await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
+  const stop = () =>
+    app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+const payloadFile = process.argv[2];
+if (!payloadFile) throw new Error('usage: node bare.js <payload file>');
+serve(payloadFile).catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
