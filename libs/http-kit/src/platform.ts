@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
+import helmet from 'helmet';
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import metrics from 'fastify-metrics';
@@ -162,8 +162,9 @@ export const platform = fp(
       strictPreflight: false,
       maxAge: 600,
     });
-    await app.register(helmet, {
-      // Swagger UI sets its own CSP (staticCSP); pages we serve load only same-origin scripts.
+    // helmet's middleware, built once (its Fastify wrapper rebuilds it on every request), on every
+    // response. Swagger UI sets its own CSP (staticCSP); pages we serve load only same-origin scripts.
+    const securityHeaders = helmet({
       contentSecurityPolicy: {
         directives: {
           'script-src': ["'self'"],
@@ -172,6 +173,9 @@ export const platform = fp(
         },
       },
       crossOriginResourcePolicy: { policy: 'cross-origin' },
+    });
+    app.addHook('onRequest', (request, reply, done) => {
+      securityHeaders(request.raw, reply.raw, (error) => done(error as Error | undefined));
     });
     app.addHook('onSend', async (request, reply) => {
       reply.header('x-request-id', request.id);
