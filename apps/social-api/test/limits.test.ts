@@ -178,6 +178,26 @@ describe('password hashing', () => {
     expect((await loginFrom(t, OWNER, 'alice', alice.password)).statusCode).toBe(200);
   });
 
+  test('a right password from a clean address is checked before the queued guesses of an address that has failed', async () => {
+    // One hash at a time, slow enough (32 MiB) that the requests meet at the gate.
+    t = await buildTestApp(
+      limits({ ARGON2_CONCURRENCY: '1', ARGON2_QUEUE: '100', ARGON2_MEMORY_KIB: '32768' }),
+    );
+    const alice = await t.register({ username: 'alice', password: 'alice-pw' });
+    expect((await loginFrom(t, ATTACKER, 'alice', 'guess')).statusCode).toBe(401);
+    const finished: string[] = [];
+    const guesses = Array.from({ length: 6 }, (_, i) =>
+      loginFrom(t, ATTACKER, 'alice', `guess${i}`).then((r) => finished.push(`guess ${r.statusCode}`)),
+    );
+    const owner = loginFrom(t, OWNER, 'alice', alice.password).then((r) =>
+      finished.push(`owner ${r.statusCode}`),
+    );
+    await Promise.all([...guesses, owner]);
+    expect(finished).toContain('owner 200');
+    // At most the guess already being hashed, and one that reached the gate before the owner, go first.
+    expect(finished.indexOf('owner 200')).toBeLessThanOrEqual(2);
+  });
+
   test("OWASP's parameters by default; a hash with other parameters verifies and is re-hashed on login", async () => {
     t = await buildTestApp();
     const alice = await t.register({ username: 'alice', password: 'alice-pw' });

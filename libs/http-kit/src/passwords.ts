@@ -91,19 +91,30 @@ export const PasswordHashingBusyError = createError(
   503,
 );
 
-/** At most `concurrency` tasks at once, at most `queue` waiting (FIFO); one more is refused. */
+/**
+ * Who waits first for a hashing slot: `first` (a client with no recent failure: the owner of an
+ * account logging in, a new registration) before `later` (a client that has failed already: what a
+ * password-guessing storm becomes after its first attempt).
+ */
+export type HashPriority = 'first' | 'later';
+
+/**
+ * At most `concurrency` tasks at once, at most `queue` waiting (FIFO within a priority, `first`
+ * before `later`); one more is refused.
+ */
 function boundedGate(concurrency: number, queue: number) {
   let active = 0;
-  const waiting: (() => void)[] = [];
+  const lanes: Record<HashPriority, (() => void)[]> = { first: [], later: [] };
+  const waitingCount = () => lanes.first.length + lanes.later.length;
   const release = () => {
-    const next = waiting.shift();
+    const next = lanes.first.shift() ?? lanes.later.shift();
     if (next) next();
     else active -= 1;
   };
   return {
-    async run<T>(task: () => Promise<T>): Promise<T> {
+    async run<T>(task: () => Promise<T>, priority: HashPriority = 'first'): Promise<T> {
       if (active < concurrency) active += 1;
-      else if (waiting.length < queue) await new Promise<void>((resolve) => waiting.push(resolve));
+      else if (waitingCount() < queue) await new Promise<void>((resolve) => lanes[priority].push(resolve));
       else throw new PasswordHashingBusyError();
       try {
         return await task();
@@ -115,7 +126,7 @@ function boundedGate(concurrency: number, queue: number) {
       return active;
     },
     get waiting() {
-      return waiting.length;
+      return waitingCount();
     },
   };
 }
@@ -153,9 +164,17 @@ export function createPasswordHasher(config: PasswordHashingConfig) {
 
   return {
     config,
-    hash: (password: string): Promise<string> => gate.run(() => hashNow(password)),
-    /** Checks a password; `upgradedHash` when it matched a hash made with other parameters. */
-    check: (stored: string | null | undefined, password: string): Promise<PasswordCheck> =>
+    hash: (password: string, priority?: HashPriority): Promise<string> =>
+      gate.run(() => hashNow(password), priority),
+    /**
+     * Checks a password; `upgradedHash` when it matched a hash made with other parameters. `later`
+     * for a client that has failed recently: clients that have not are checked before it.
+     */
+    check: (
+      stored: string | null | undefined,
+      password: string,
+      priority?: HashPriority,
+    ): Promise<PasswordCheck> =>
       gate.run(async () => {
         if (!stored) {
           decoy ??= hashNow('decoy password');
@@ -165,7 +184,7 @@ export function createPasswordHasher(config: PasswordHashingConfig) {
         const ok = await verify(stored, password).catch(() => false);
         if (!ok || !outdated(stored)) return { ok };
         return { ok, upgradedHash: await hashNow(password) };
-      }),
+      }, priority),
     /** Hashes running and waiting now (metrics and tests). */
     load: () => ({ active: gate.active, waiting: gate.waiting }),
   };

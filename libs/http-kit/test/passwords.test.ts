@@ -109,6 +109,23 @@ describe('bounded work', () => {
     await expect(hasher.hash('pw')).resolves.toMatch(/^\$argon2id\$/);
   });
 
+  test("'first' waiters (clients without a recent failure) go before 'later' ones, FIFO within each", async () => {
+    const hasher = createPasswordHasher(cheap({ memoryKib: 8192, concurrency: 1, queue: 10 }));
+    const finished: string[] = [];
+    const track = (label: string, work: Promise<unknown>) => work.then(() => finished.push(label));
+    const all = [
+      track('running', hasher.hash('pw', 'later')),
+      track('later-1', hasher.hash('pw', 'later')),
+      track('later-2', hasher.hash('pw', 'later')),
+      track('first-1', hasher.hash('pw', 'first')),
+      track('later-3', hasher.check(null, 'pw', 'later')),
+      track('first-2', hasher.check(null, 'pw')),
+    ];
+    expect(hasher.load()).toEqual({ active: 1, waiting: 5 });
+    await Promise.all(all);
+    expect(finished).toEqual(['running', 'first-1', 'first-2', 'later-1', 'later-2', 'later-3']);
+  });
+
   test('a failing hash frees its slot', async () => {
     const hasher = createPasswordHasher(cheap({ concurrency: 1, queue: 0 }));
     // argon2 refuses a non-string password: the task fails, the slot is released.

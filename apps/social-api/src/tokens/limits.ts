@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { HashPriority } from '@platform/http-kit';
 import { TooManyRequests } from '../errors';
 import type { Config } from '../config';
 
@@ -22,13 +23,18 @@ function limiter(
       const state = await check(request);
       if (!state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
     },
-    /** Throws a 429 when the limit is already reached, counting the refused attempt; counts nothing otherwise. */
-    async peek(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    /**
+     * Throws a 429 when the limit is already reached, counting the refused attempt; counts nothing
+     * otherwise. Whether anything was counted in the window (a clean client's checks go first).
+     */
+    async peek(request: FastifyRequest, reply: FastifyReply): Promise<{ clean: boolean }> {
       const state = await check(request, { increment: false });
-      if (!state.isAllowed && state.remaining <= 0) {
+      if (state.isAllowed) return { clean: true };
+      if (state.remaining <= 0) {
         const counted = await check(request);
         throw refuse(reply, counted.isAllowed ? 1 : counted.ttlInSeconds);
       }
+      return { clean: state.remaining >= max };
     },
     /** Counts a failed attempt. */
     async spend(request: FastifyRequest): Promise<void> {
@@ -59,11 +65,16 @@ export function createAuthLimits(app: FastifyInstance, limits: Config['limits'])
     (r) => `login-account:${r.ip}:${accountKey(r)}`,
   );
   return {
-    /** Before a login is checked: 429 when this address, or this account from it, failed too often. */
-    async beforeLogin(request: FastifyRequest, reply: FastifyReply, account: string): Promise<void> {
+    /**
+     * Before a login is checked: 429 when this address, or this account from it, failed too often.
+     * Otherwise the priority of its password check: an address without a failure in the window
+     * (the owner logging in) is checked before one that has failed (a guessing storm).
+     */
+    async beforeLogin(request: FastifyRequest, reply: FastifyReply, account: string): Promise<HashPriority> {
       request.loginAccount = account;
-      await failuresByAddress.peek(request, reply);
+      const address = await failuresByAddress.peek(request, reply);
       await failuresByAccount.peek(request, reply);
+      return address.clean ? 'first' : 'later';
     },
     async loginFailed(request: FastifyRequest): Promise<void> {
       await Promise.all([failuresByAddress.spend(request), failuresByAccount.spend(request)]);

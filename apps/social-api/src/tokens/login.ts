@@ -1,3 +1,4 @@
+import type { HashPriority } from '@platform/http-kit';
 import type { Passwords } from '../users/passwords';
 import type { UsersRepository } from '../users/repository';
 import type { IssuedPair, TokenService } from './service';
@@ -9,11 +10,15 @@ import type { IssuedPair, TokenService } from './service';
  * has not changed meanwhile).
  */
 export function createPasswordLogin(users: UsersRepository, passwords: Passwords, tokens: TokenService) {
-  return async function loginWithPassword(name: string, password: string): Promise<IssuedPair | undefined> {
+  return async function loginWithPassword(
+    name: string,
+    password: string,
+    priority?: HashPriority,
+  ): Promise<IssuedPair | undefined> {
     if (!name || !password) return undefined;
     const user = await users.findForLogin(name);
     // Verified even when no one has that name (against a decoy), so the time taken does not tell either.
-    const checked = await passwords.check(user?.password_hash, password);
+    const checked = await passwords.check(user?.password_hash, password, priority);
     if (!checked.ok || !user) return undefined;
     if (checked.upgradedHash) await users.replacePassword(user.id, user.password_hash, checked.upgradedHash);
     return tokens.login(user.id);

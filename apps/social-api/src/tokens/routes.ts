@@ -82,7 +82,8 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'per account from one address (LOGIN_FAILURES_PER_ACCOUNT, 10) per LOGIN_WINDOW_SECONDS (300): over either, 429 with `Retry-After`, ' +
         'and the window restarts while the client keeps trying. Only failures count and only from the failing address, so nobody can lock ' +
         "the owner of an account out from elsewhere. Passwords are argon2id at OWASP's parameters (19 MiB, 2 passes, 1 lane; ARGON2_*), " +
-        'a bounded number at once (ARGON2_CONCURRENCY); when ARGON2_QUEUE more are waiting the answer is 503 with `Retry-After`. ' +
+        'a bounded number at once (ARGON2_CONCURRENCY), clients without a recent failure before those with one; when ARGON2_QUEUE ' +
+        'more are waiting the answer is 503 with `Retry-After`. ' +
         'A password stored with other parameters is re-hashed at these on its next successful login.',
       security: basicSecurity,
       response: { 200: TokenPair, ...errors(401, 429, 503) },
@@ -90,8 +91,8 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const credentials = basicCredentials(request.headers.authorization);
       if (!credentials) throw loginFailed(reply);
-      await limits.beforeLogin(request, reply, credentials.name);
-      const pair = await loginWithPassword(credentials.name, credentials.password);
+      const priority = await limits.beforeLogin(request, reply, credentials.name);
+      const pair = await loginWithPassword(credentials.name, credentials.password, priority);
       if (!pair) {
         await limits.loginFailed(request);
         throw loginFailed(reply);

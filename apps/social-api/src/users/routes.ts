@@ -178,8 +178,8 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let wrongOldPassword: FieldError[] = [];
       if (oldPassword !== undefined) {
         // A wrong old password is a failed login of this account from this address (same limits).
-        await app.authLimits.beforeLogin(request, reply, me.username);
-        if (!(await app.passwords.check(await users.passwordHash(me.id), oldPassword)).ok) {
+        const priority = await app.authLimits.beforeLogin(request, reply, me.username);
+        if (!(await app.passwords.check(await users.passwordHash(me.id), oldPassword, priority)).ok) {
           await app.authLimits.loginFailed(request);
           wrongOldPassword = [{ field: 'old_password', message: 'Password is incorrect' }];
         }
