@@ -2,9 +2,17 @@
 // ESM-only dependencies are transformed to CommonJS because Jest on Node 20 cannot require() them.
 const esmOnly = ['@faker-js/faker', 'typebox'];
 
+// `npm test` needs nothing but Node (PostgreSQL and Chromium come from npm packages). System tests
+// (`*.system.test.ts`) need what the machine provides: a Docker engine, HAProxy, Redis, kubectl; they
+// run with `npm run test:system` (PLATFORM_SYSTEM_TESTS=1), as .ci/run does.
+const system = process.env.PLATFORM_SYSTEM_TESTS === '1';
+
 module.exports = {
   testEnvironment: 'node',
-  testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+  testMatch: system
+    ? ['<rootDir>/test/**/*.system.test.ts']
+    : ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+  testPathIgnorePatterns: system ? ['/node_modules/'] : ['/node_modules/', '\\.system\\.test\\.ts$'],
   transform: {
     '^.+\\.(t|j|mj|cj)s$': [
       '@swc/jest',

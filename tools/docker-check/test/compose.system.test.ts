@@ -8,8 +8,8 @@ import { join } from 'node:path';
  * The compose stack, for real, on a Docker engine: builds every service image with the root Dockerfile
  * (`npm run images:build`), starts docker-compose.yml, waits for every healthcheck, and talks to each
  * service through its published port. Needs an engine and the local base images (`.ci/run` prepares
- * both: tools/images/engine.mjs, images:base). Without an engine this fails, saying how to get one;
- * DOCKER_TESTS=skip leaves it out on a machine that cannot run Docker.
+ * both: tools/images/engine.mjs, images:base). Without an engine this fails, saying how to get one.
+ * A system test (`npm run test:system`, which .ci/run runs): `npm test` leaves it out, since it needs an engine.
  */
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -91,9 +91,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const elapsed = (since: number) => Math.round((Date.now() - since) / 100) / 10;
 
 const engine = run(DOCKER, ['version', '--format', '{{.Server.Version}}']);
-const skip = process.env.DOCKER_TESTS === 'skip';
 
-(skip ? describe.skip : describe)('docker-compose.yml on a real engine', () => {
+describe('docker-compose.yml on a real engine', () => {
   const ports = {} as Record<Service, number>;
   const [composeBin, composePre] = composeCommand();
   let composeEnv: NodeJS.ProcessEnv = {};
@@ -131,7 +130,7 @@ const skip = process.env.DOCKER_TESTS === 'skip';
       throw new Error(
         `No Docker engine answers \`${DOCKER} info\` (${engine.stderr.trim()}). ` +
           'Start one with `node tools/images/engine.mjs ensure` (as root: installs docker.io and starts dockerd), ' +
-          'then `npm run images:base`; or set DOCKER_TESTS=skip on a machine that cannot run Docker.',
+          'then `npm run images:base`.',
       );
     }
     const postgresImage = 'postgres:15'; // made by images:base where Docker Hub cannot be reached
