@@ -185,7 +185,13 @@ export const platform = fp(
       endpoint: null,
       clearRegisterOnInit: true,
       defaultMetrics: { enabled: true },
-      routeMetrics: { enabled: true, registeredRoutesOnly: false, groupStatusCodes: false },
+      // A histogram per route (quantiles come from it: histogram_quantile); no summary, whose
+      // per-request quantile bookkeeping cost ~4 % of a hot read's CPU.
+      routeMetrics: {
+        enabled: { histogram: true, summary: false },
+        registeredRoutesOnly: false,
+        groupStatusCodes: false,
+      },
     });
     const { metricsToken } = options;
     const errors = errorResponses(options.dialect, metricsToken ? [401, 500] : [500]);

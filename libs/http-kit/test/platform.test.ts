@@ -338,6 +338,8 @@ describe('operations endpoints and headers', () => {
     expect(metrics.body).toMatch(
       /http_request_duration_seconds_count\{method="GET",route="\/things",status_code="200"\} 1/,
     );
+    // Per-route latency is a histogram only (quantiles via histogram_quantile): no summary to keep up.
+    expect(metrics.body).not.toMatch(/http_request_summary_seconds_count\{/);
 
     expect(
       (await app.inject({ url: '/healthz', headers: { 'x-request-id': 'abc-123' } })).headers['x-request-id'],
