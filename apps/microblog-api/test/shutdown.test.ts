@@ -7,6 +7,34 @@ import { childProcessEnv } from '@platform/http-kit/testing';
 const APP_DIR = resolve(__dirname, '..');
 const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
 
+/** `src/main.ts` in its own process on a free port, once it answers /readyz; its output kept. */
+async function startMain(
+  config: Parameters<typeof childProcessEnv>[0],
+  extraEnv: Record<string, string> = {},
+) {
+  const port = await freePort();
+  const env = childProcessEnv(config, {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+  });
+  const child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
+  const started = { child, port, output: '' };
+  child.stdout.on('data', (chunk) => (started.output += chunk));
+  child.stderr.on('data', (chunk) => (started.output += chunk));
+  const deadline = Date.now() + 40_000;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return started;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`service did not start:\n${started.output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /**
  * The real entry point (`src/main.ts`) in its own process: SIGTERM lets a request that is still
  * arriving finish and be stored, then the process exits 0 and stops listening. Its logs are JSON
@@ -14,26 +42,13 @@ const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');
  */
 describe('main.ts process', () => {
   const fresh = testDatabase('microblog');
+  let main: Awaited<ReturnType<typeof startMain>>;
   let child: ChildProcessWithoutNullStreams;
   let port: number;
-  let stdout = '';
 
   beforeAll(async () => {
-    port = await freePort();
-    const env = childProcessEnv(fresh.config, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' });
-    child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stdout += chunk));
-    const deadline = Date.now() + 40_000;
-    for (;;) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`service did not start:\n${stdout}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    main = await startMain(fresh.config);
+    ({ child, port } = main);
   }, 60_000);
 
   afterAll(async () => {
@@ -86,7 +101,7 @@ describe('main.ts process', () => {
     expect(await exited).toBe(0);
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 
-    const lines = stdout
+    const lines = main.output
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -106,29 +121,9 @@ describe('main.ts process with a drain period', () => {
   const fresh = testDatabase('microblog');
   let child: ChildProcessWithoutNullStreams;
   let port: number;
-  let stdout = '';
 
   beforeAll(async () => {
-    port = await freePort();
-    const env = childProcessEnv(fresh.config, {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      SHUTDOWN_DRAIN_MS: '2500',
-    });
-    child = spawn(TSX, ['--conditions=@platform/source', 'src/main.ts'], { cwd: APP_DIR, env });
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stdout += chunk));
-    const deadline = Date.now() + 40_000;
-    for (;;) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`service did not start:\n${stdout}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    ({ child, port } = await startMain(fresh.config, { SHUTDOWN_DRAIN_MS: '2500' }));
   }, 60_000);
 
   afterAll(async () => {
