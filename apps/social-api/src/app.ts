@@ -117,7 +117,6 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.decorate('passwords', createPasswords(config));
   app.decorate('authLimits', createAuthLimits(app, config.limits));
   for (const schema of [User, Post, TokenPair, Pagination]) app.addSchema(schema);
-  await app.register(cookies);
   await app.register(auth);
 
   app.get(
@@ -144,7 +143,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     async () => app.swagger(),
   );
 
-  await app.register(tokensRoutes, { prefix: '/api' });
+  // Cookies are the token routes' only (the refresh token, the OAuth2 state): their parsing and
+  // setting hooks run there, not on every request of the API.
+  await app.register(async (tokenScope) => {
+    await tokenScope.register(cookies);
+    await tokenScope.register(tokensRoutes, { prefix: '/api' });
+  });
   await app.register(usersRoutes, { prefix: '/api' });
   await app.register(postsRoutes, { prefix: '/api' });
   return app;

@@ -177,8 +177,17 @@ export const platform = fp(
     app.addHook('onRequest', (request, reply, done) => {
       securityHeaders(request.raw, reply.raw, (error) => done(error as Error | undefined));
     });
-    app.addHook('onSend', async (request, reply) => {
+    // A chunked request goes on a moment later (a microtask): by then Node's HTTP parser has read
+    // the rest of the packet, so a body with broken framing (a bad chunk size) is refused with a 400
+    // in the dialect (serverOptions' clientErrorHandler) even on a route that answers without reading
+    // it. Every other request goes on at once: the hooks of a read cost no promise.
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (request.headers['transfer-encoding'] === undefined) done();
+      else queueMicrotask(() => done());
+    });
+    app.addHook('onSend', (request, reply, payload, done) => {
       reply.header('x-request-id', request.id);
+      done(null, payload);
     });
 
     await app.register(metrics, {

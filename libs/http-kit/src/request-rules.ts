@@ -90,10 +90,13 @@ export const requestRules = fp(
     const blankIsEmpty = options.blankBodyIsEmpty ?? false;
 
     if (options.rejectNul) {
-      app.addHook('preValidation', async (request) => {
+      app.addHook('preValidation', (request, _reply, done) => {
         const field = findNul(request.body);
-        if (field)
-          throw new RequestValidationError([{ field, message: `${field} must not contain NUL characters` }]);
+        done(
+          field
+            ? new RequestValidationError([{ field, message: `${field} must not contain NUL characters` }])
+            : undefined,
+        );
       });
     }
 
@@ -104,8 +107,9 @@ export const requestRules = fp(
       // Runs before the route's own hooks, so they and validation see `{}`.
       if (options.emptyBody === 'as-empty-object' && route.schema?.body) {
         route.preValidation = [
-          async (request) => {
+          (request, _reply, done) => {
             if (request.body === undefined || (blankIsEmpty && request.body === null)) request.body = {};
+            done();
           },
           ...[route.preValidation ?? []].flat(),
         ];

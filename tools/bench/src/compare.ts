@@ -30,13 +30,22 @@ const COUNTED_REQUESTS = 200;
 /** The services' default pool size (DB_POOL_MAX), which the bare route's pool copies. */
 const POOL_MAX = 10;
 
-type Options = lib.BenchOptions<'rounds' | 'posts' | 'users' | 'follows'> & { only: ServiceName[] };
+type Options = lib.BenchOptions<'rounds' | 'posts' | 'users' | 'follows' | 'pin'> & {
+  only: ServiceName[];
+  /** Only the routes whose label contains this text (e.g. `--route=/api/posts`, for a profile of one route). */
+  route?: string;
+};
 
 const options = (): Options => {
-  // --only is this mode's one non-numeric option: taken out before the common parser sees it.
-  const onlyArg = process.argv.find((a) => a.startsWith('--only='));
-  if (onlyArg) process.argv.splice(process.argv.indexOf(onlyArg), 1);
-  const only = (onlyArg?.slice('--only='.length) ?? SERVICES.join(',')).split(',').filter(Boolean);
+  // --only and --route are this mode's non-numeric options: taken out before the common parser sees them.
+  const take = (name: string) => {
+    const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
+    if (arg) process.argv.splice(process.argv.indexOf(arg), 1);
+    return arg?.slice(name.length + 3);
+  };
+  const onlyArg = take('only');
+  const route = take('route');
+  const only = (onlyArg ?? SERVICES.join(',')).split(',').filter(Boolean);
   for (const name of only)
     if (!SERVICES.includes(name as ServiceName))
       throw new Error(`--only takes ${SERVICES.join(', ')} (got ${JSON.stringify(name)})`);
@@ -49,11 +58,17 @@ const options = (): Options => {
       posts: { help: 'microblog and social posts to seed', env: 'BENCH_POSTS', fallback: 10_000 },
       users: { help: 'workspace and social users to seed', env: 'BENCH_USERS', fallback: 1000 },
       follows: { help: 'users the social bench user follows', env: 'BENCH_FOLLOWS', fallback: 50 },
+      pin: {
+        help: '1: load generator on CPU 0, servers and PostgreSQL on the others; 0: all share every CPU',
+        env: 'BENCH_PIN',
+        fallback: 1,
+        min: 0,
+      },
     },
   });
   if (opts.databaseUrl)
     lib.log('note: DATABASE_URL is ignored: this mode reads the statement log of its own bench-only server');
-  return { ...opts, only: only as ServiceName[] };
+  return { ...opts, only: only as ServiceName[], route };
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -507,6 +522,8 @@ interface RouteResult {
   otherPerRequest: number;
   rounds: { bare: lib.ScenarioResult; service: lib.ScenarioResult; ratio: number | null }[];
   ratio: number | null;
+  /** The CPUs the servers and PostgreSQL ran on (the load generator on CPU 0), or null: not pinned. */
+  pinned: string | null;
 }
 
 const median = (values: number[]) => {
@@ -546,6 +563,9 @@ async function compareRoute(
     bytes: sample.bytes.length,
     items: 1,
   });
+  // Seeding's dirty pages written now, not by a checkpoint during a measured round.
+  await server.admin.query('checkpoint');
+  const pinned = opts.pin ? pinServers(sut, bare) : null;
   const rounds: RouteResult['rounds'] = [];
   for (let round = 1; round <= opts.rounds; round += 1) {
     const [b, s] = await lib.runScenarios(
@@ -559,6 +579,7 @@ async function compareRoute(
   }
   bare.child.kill('SIGTERM');
   await bare.exited;
+  if (pinned) lib.unpinProcesses(benchServerPids());
   return {
     label: route.label,
     bytes: sample.bytes.length,
@@ -569,7 +590,23 @@ async function compareRoute(
     otherPerRequest,
     rounds,
     ratio: lib.round(median(rounds.map((r) => r.ratio ?? NaN)), 3),
+    pinned,
   };
+}
+
+/**
+ * With `--pin=1`: the load generator (this process) on CPU 0; the service, the bare route and the
+ * bench-only PostgreSQL server (its postmaster and every backend, present and future) on the others.
+ */
+function pinServers(sut: ServiceUnderTest, bare: lib.NodeProcess): string | null {
+  return lib.pinProcesses([...benchServerPids(), sut.service.pid, bare.pid]);
+}
+
+/** The bench-only PostgreSQL server's postmaster and its children (backends, background workers). */
+function benchServerPids(): number[] {
+  const pidFile = path.join(BENCH_DATA_DIR, 'pgdata', 'postmaster.pid');
+  const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  return [postmaster, ...lib.childrenOf(postmaster)];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,7 +632,9 @@ async function bench(opts: Options): Promise<void> {
   const results: RouteResult[] = [];
   for (const name of opts.only) {
     const sut = await STARTERS[name](server, opts);
-    for (const route of sut.routes) results.push(await compareRoute(server, sut, route, opts));
+    for (const route of sut.routes)
+      if (!opts.route || route.label.includes(opts.route))
+        results.push(await compareRoute(server, sut, route, opts));
     sut.service.child.kill('SIGTERM');
     await sut.service.exited;
   }
@@ -620,6 +659,12 @@ async function bench(opts: Options): Promise<void> {
   console.log('');
   console.log(
     `side by side — service vs a bare Fastify+pg route running the same SQL, ${opts.connections} connections, ${opts.rounds} interleaved rounds of ${opts.duration}s after ${opts.warmup}s warm-up`,
+  );
+  const pinned = [...new Set(results.map((r) => r.pinned))];
+  console.log(
+    pinned.length === 1 && pinned[0] !== null
+      ? `pinned: load generator on CPU 0, servers and PostgreSQL on CPU ${pinned[0]}`
+      : 'not pinned: load generator, servers and PostgreSQL share every CPU',
   );
   console.log(
     `load average (1/5/15 min) at start ${loadAtStart.join(' ')}, at end ${lib.loadAverage().join(' ')}`,

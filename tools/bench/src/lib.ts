@@ -570,6 +570,51 @@ function postgresCpu(): Map<string, number> {
   return byPid;
 }
 
+/** The pid of every process whose parent is `parent` (from /proc). */
+export function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // Field 4 (ppid) comes after the command name, which is in parentheses and may hold spaces.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === parent) children.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
+}
+
+/**
+ * Pins the load generator (this process: autocannon runs in it) to CPU 0 and the given server
+ * processes (every thread of each) to the other CPUs, so that the servers measured share only
+ * their own cores and the load generator's work (parsing each response, headers included) is not
+ * counted against the server that sends more of it. A process forked later by a pinned one (a
+ * PostgreSQL backend of a pinned postmaster) inherits its CPUs. Returns the servers' CPU list, or
+ * null when the machine has a single CPU or `taskset` is missing (nothing pinned then).
+ */
+export function pinProcesses(serverPids: number[]): string | null {
+  // Every CPU of the machine (availableParallelism would give this process's, once pinned).
+  const cpus = os.cpus().length;
+  if (cpus < 2) return null;
+  const servers = cpus === 2 ? '1' : `1-${cpus - 1}`;
+  if (!setCpus('0', process.pid)) return null;
+  for (const pid of serverPids) setCpus(servers, pid);
+  return servers;
+}
+
+/** Undoes `pinProcesses`: this process and the given ones may run on every CPU again. */
+export function unpinProcesses(pids: number[]): void {
+  const all = `0-${os.cpus().length - 1}`;
+  for (const pid of [process.pid, ...pids]) setCpus(all, pid);
+}
+
+/** Sets the CPUs of every thread of `pid` (`taskset`); false when that failed. */
+function setCpus(list: string, pid: number): boolean {
+  return spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' }).status === 0;
+}
+
 function cpuSince(before: Map<string, number>, after: Map<string, number>): number {
   let total = 0;
   for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0);

@@ -11,6 +11,9 @@ export interface IssuedPair {
   refreshToken: string;
 }
 
+/** Verified access JWTs remembered (a few hundred bytes each): the callers of the last minutes. */
+export const VERIFIED_ACCESS_TOKENS = 10_000;
+
 /**
  * Access and refresh tokens: issuing a pair, checking a bearer, rotating a pair (with a grace
  * period, and revoking every token of the user when a spent refresh token comes back), revoking.
@@ -18,6 +21,25 @@ export interface IssuedPair {
 export function createTokenService(db: Kysely<SocialDatabase>, config: Config, clock: () => Date) {
   const repo = createTokensRepository(db);
   const jwt = createJwt(config.secretKey);
+
+  /**
+   * The stored digest of the token id of a genuine access JWT (undefined: not one). A JWT's
+   * signature and token id never change, so each JWT is verified and digested once, then
+   * remembered (at most VERIFIED_ACCESS_TOKENS, the oldest forgotten first); whether its pair is
+   * still live is asked of the database on every request all the same.
+   */
+  const verified = new Map<string, string>();
+  function verifiedAccess(accessJwt: string): string | undefined {
+    let tokenHash = verified.get(accessJwt);
+    if (tokenHash === undefined) {
+      const tokenId = jwt.accessTokenId(accessJwt);
+      if (!tokenId) return undefined;
+      tokenHash = digest(tokenId);
+      if (verified.size >= VERIFIED_ACCESS_TOKENS) verified.delete(verified.keys().next().value!);
+      verified.set(accessJwt, tokenHash);
+    }
+    return tokenHash;
+  }
 
   async function issue(userId: number): Promise<IssuedPair> {
     const now = clock();
@@ -44,8 +66,8 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
 
     /** The caller of a live bearer token, or undefined. */
     async authenticate(accessJwt: string): Promise<(PublicUserRow & { token_id: string }) | undefined> {
-      const tokenId = jwt.accessTokenId(accessJwt);
-      return tokenId ? repo.authenticate(digest(tokenId), clock()) : undefined;
+      const tokenHash = verifiedAccess(accessJwt);
+      return tokenHash ? repo.authenticate(tokenHash, clock()) : undefined;
     },
 
     /**
