@@ -7,6 +7,7 @@ export * from './shutdown';
 export * from './platform';
 export * from './service-app';
 export * from './run';
+export * from './runtime';
 export * from './database';
 export * from './config';
 export * from './cli';

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import closeWithGrace from 'close-with-grace';
+import { tuneRuntime } from './runtime';
 
 export interface ListenOptions {
   port: number;
@@ -49,11 +50,15 @@ export async function listenWithGracefulShutdown(
   });
 }
 
-/** What `main.ts` and a CLI's `serve` both do: build the service from its config, then listen. */
+/**
+ * What `main.ts` and a CLI's `serve` both do: tune the runtime (see `tuneRuntime`), build the service
+ * from its config, then listen.
+ */
 export async function serve<C extends ListenOptions>(
   buildApp: (config: C) => Promise<FastifyInstance>,
   config: C,
 ): Promise<void> {
+  tuneRuntime();
   await listenWithGracefulShutdown(await buildApp(config), {
     port: config.port,
     host: config.host,
