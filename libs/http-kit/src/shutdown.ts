@@ -19,9 +19,9 @@ type Tracked = IncomingMessage & { [kEntry]?: Entry | null };
  * this, and a Set that short-lived objects stream through rehashes into new tables while each old
  * table keeps pointing at the new one and at the requests it held. Once such a table has been
  * promoted, the scavenger treats it as live until the next full collection, so it kept every later
- * request (its socket's response, headers, body) alive through two scavenges and got it promoted:
- * measured on social's `GET /api/me`, 1.9 MB promoted per scavenge with the Set, 0.08 MB without,
- * and 30 % more CPU per request.
+ * request (its socket's response, headers, body) alive through two scavenges and got it promoted.
+ * Measured on a token-authenticated read of one row: 1.9 MB promoted per scavenge with the Set,
+ * 0.08 MB without, and 30 % more CPU per request with it.
  */
 export class OpenRequests implements Iterable<IncomingMessage> {
   private head: Entry | null = null;
