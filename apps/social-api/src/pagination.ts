@@ -1,7 +1,8 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { RequestValidationError } from '@platform/http-kit';
 import { BadRequest, NotFound } from './errors';
-import { errors } from './http';
+import type { FastifyReply } from 'fastify';
+import { errors, nativeJson } from './http';
 
 export const MAX_LIMIT = 25;
 
@@ -142,6 +143,7 @@ async function paginate<T, R, C>(
   const { total, atOrBefore, items } = page;
   if (request.mode === 'offset' && total > 0 && request.offset >= total) throw new BadRequest();
   return {
+    // The schema's order: the native serialiser answers it (see `nativeJson`).
     pagination: {
       limit: request.limit,
       offset: request.mode === 'offset' ? request.offset : atOrBefore,
@@ -168,7 +170,8 @@ export function collection<P extends TSchema, T, R, C = never>(
       querystring: PageQuery,
       response: { 200: page, ...errors(400, ...statuses) },
     }),
-    answer: (query: PageQuery, source: PageSource<T, C>) => paginate(query, parseCursor, source, serialize),
+    answer: async (query: PageQuery, source: PageSource<T, C>, reply: FastifyReply) =>
+      nativeJson(reply, await paginate(query, parseCursor, source, serialize)),
   };
 }
 

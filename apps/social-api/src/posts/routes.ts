@@ -14,7 +14,7 @@ import { serializeUser } from '../users/serialize';
 import { createPostsRepository, type PostWithAuthor } from './repository';
 import { NewPost, Post, PostChanges, PostIdParams } from './schemas';
 
-const PostPage = Paginated(Post, 'PostPage');
+export const PostPage = Paginated(Post, 'PostPage');
 const PAGING_NOTE =
   'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
 
@@ -90,7 +90,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: PAGING_NOTE,
       ...postPages.schema(401),
     }),
-    async (request) => postPages.answer(request.query, pagesSeenBy(request.user, posts.all())),
+    async (request, reply) => postPages.answer(request.query, pagesSeenBy(request.user, posts.all()), reply),
   );
 
   app.get(
@@ -147,8 +147,12 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ...postPages.schema(401, 404),
     }),
     // No lookup first: the page's own statement says when there is no such user (404).
-    async (request) =>
-      postPages.answer(request.query, pagesSeenBy(request.user, posts.byAuthor(parseId(request.params.id)))),
+    async (request, reply) =>
+      postPages.answer(
+        request.query,
+        pagesSeenBy(request.user, posts.byAuthor(parseId(request.params.id))),
+        reply,
+      ),
   );
 
   app.get(
@@ -158,8 +162,8 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: `Your own posts and those of everyone you follow, in one query. ${PAGING_NOTE}`,
       ...postPages.schema(401),
     }),
-    async (request) =>
-      postPages.answer(request.query, pagesSeenBy(request.user, posts.feed(request.user.id))),
+    async (request, reply) =>
+      postPages.answer(request.query, pagesSeenBy(request.user, posts.feed(request.user.id)), reply),
   );
 };
 

@@ -5,13 +5,13 @@ import { RequestValidationError, type AjvError, type ValidationLocation } from '
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
 import { BadRequest, Conflict, describeMarshmallow, NotFound } from '../errors';
-import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
+import { bodyErrors, errors, nativeJson, NoContent, parseId, routeOptions } from '../http';
 import { collection, Paginated, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
 import { NewUser, User, UserChanges, UserIdParams, UserKeyParams } from './schemas';
 import { serializeUser } from './serialize';
 
-const UserPage = Paginated(User, 'UserPage');
+export const UserPage = Paginated(User, 'UserPage');
 /** Every user by id: offset pages only. */
 const allUsers = collection(UserPage, serializeUser);
 /** Follow lists, by username: `after` is a username. */
@@ -124,7 +124,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Ordered by id. `limit`/`offset` only: `after` is a 400 on this collection.',
       ...allUsers.schema(401),
     }),
-    async (request) => allUsers.answer(request.query, users.all()),
+    async (request, reply) => allUsers.answer(request.query, users.all(), reply),
   );
 
   app.get(
@@ -136,14 +136,14 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: UserKeyParams,
       response: { 200: User, ...errors(401, 404) },
     }),
-    async (request) => {
+    async (request, reply) => {
       const { id: key } = request.params;
       const user = /^[0-9]+$/.test(key)
         ? await users.findById(parseId(key))
         : await users.findByUsername(key);
       if (!user) throw new NotFound();
       // Your own page shows you seen now (the stored last_seen follows within about a second).
-      return serializeUser(user.id === request.user.id ? request.user : user);
+      return nativeJson(reply, serializeUser(user.id === request.user.id ? request.user : user));
     },
   );
 
@@ -153,7 +153,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Retrieve the authenticated user',
       response: { 200: User, ...errors(401) },
     }),
-    async (request) => serializeUser(request.user),
+    async (request, reply) => nativeJson(reply, serializeUser(request.user)),
   );
 
   app.put(
@@ -214,7 +214,7 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: FOLLOW_LIST_NOTE,
         ...followLists.schema(401),
       }),
-      async (request) => followLists.answer(request.query, users[direction](request.user.id)),
+      async (request, reply) => followLists.answer(request.query, users[direction](request.user.id), reply),
     );
     app.get(
       `/users/:id/${direction}`,
@@ -224,9 +224,9 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: UserIdParams,
         ...followLists.schema(401, 404),
       }),
-      async (request) => {
+      async (request, reply) => {
         const user = await existingUser(request.params.id);
-        return followLists.answer(request.query, users[direction](user.id));
+        return followLists.answer(request.query, users[direction](user.id), reply);
       },
     );
   }
