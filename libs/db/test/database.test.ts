@@ -1,5 +1,6 @@
-import { sql, type Generated, type Kysely, type Migration } from 'kysely';
+import { CompiledQuery, sql, type Generated, type Kysely, type Migration } from 'kysely';
 import {
+  executeCompiled,
   isDatabaseUnavailable,
   migrateToLatest,
   openDatabase,
@@ -120,5 +121,71 @@ describe('openDatabase and helpers', () => {
     expect(pg1.config.schema).toMatch(/^svc_test_[0-9a-f]{10}$/);
     expect(pg1.config.schema).not.toBe(pg2.config.schema);
     expect(() => testDatabase('svc', {})).toThrow(/no DATABASE_URL/);
+  });
+});
+
+/** The hot reads' path: a compiled query straight on the pool, as Kysely's executor would run it. */
+describe('executeCompiled', () => {
+  let d: Database<Notes>;
+  const events: { level: string; sql: string }[] = [];
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const s = testDatabase('svc_direct');
+    cleanup = s.cleanup;
+    d = await openDatabase<Notes>(
+      { ...s.config, poolMax: 1 },
+      { onQuery: (event) => events.push({ level: event.level, sql: event.query.sql }) },
+    );
+    await migrateToLatest(d.db, d.schema, migrations);
+    await d.db
+      .insertInto('notes')
+      .values([{ body: 'one' }, { body: 'two' }])
+      .execute();
+  }, 60_000);
+  afterAll(async () => {
+    await d?.close();
+    await cleanup?.();
+  });
+
+  const byBody = (body: string) =>
+    CompiledQuery.raw('select id, body from notes where body = $1', [body]) as CompiledQuery<{
+      id: number;
+      body: string;
+    }>;
+
+  test('the same rows as Kysely, reported to onQuery', async () => {
+    events.length = 0;
+    const direct = await executeCompiled(d.db, byBody('two'));
+    const viaKysely = await d.db.executeQuery(byBody('two'));
+    expect(direct.rows).toEqual(viaKysely.rows);
+    expect(direct.rows).toEqual([{ id: 2, body: 'two' }]);
+    expect(events).toEqual([
+      { level: 'query', sql: byBody('two').sql },
+      { level: 'query', sql: byBody('two').sql },
+    ]);
+  });
+
+  test('an error keeps its SQLSTATE, is reported, and leaves the one pooled connection usable', async () => {
+    events.length = 0;
+    const insert = CompiledQuery.raw('insert into notes (body) values ($1) returning id', ['one']);
+    const error = await executeCompiled(d.db, insert).catch((e: unknown) => e);
+    expect(sqlState(error)).toBe(SQLSTATE.uniqueViolation);
+    expect(events.map((e) => e.level)).toEqual(['error']);
+    // poolMax 1: the connection went back to the pool and still answers.
+    expect((await executeCompiled(d.db, byBody('one'))).rows).toEqual([{ id: 1, body: 'one' }]);
+  });
+
+  test("inside a transaction it runs on the transaction's connection", async () => {
+    const seen = await d.db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('notes').values({ body: 'uncommitted' }).execute();
+        const { rows } = await executeCompiled(trx, byBody('uncommitted'));
+        throw Object.assign(new Error('roll back'), { rows });
+      })
+      .catch((e: { rows: unknown[] }) => e.rows);
+    expect(seen).toEqual([{ id: expect.any(Number), body: 'uncommitted' }]);
+    expect((await executeCompiled(d.db, byBody('uncommitted'))).rows).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
+import { executeCompiled } from '@platform/db';
 import type { MicroblogDatabase, NewPost, NewReply, PostsTable, RepliesTable } from '../db/schema';
 import { EMBEDDED_REPLIES, type QuestTopic, type ReactionKind, type Reply } from './schemas';
 
@@ -96,7 +97,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
   async function firstReplies(postIds: number[]): Promise<Map<number, ReplyView[]>> {
     const byPost = new Map<number, ReplyView[]>(postIds.map((id) => [id, []]));
     if (!postIds.length) return byPost;
-    const { rows } = await db.executeQuery<ReplyView>(CompiledQuery.raw(firstRepliesSql, [postIds]));
+    const { rows } = await executeCompiled<ReplyView>(db, CompiledQuery.raw(firstRepliesSql, [postIds]));
     for (const row of rows) byPost.get(row.post_id)?.push(row);
     return byPost;
   }
@@ -111,7 +112,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
 
     /** A page of posts with their replies: two statements whatever the page size. */
     async listPage(request: PageRequest): Promise<{ items: PostWithReplies[]; hasMore: boolean }> {
-      const { rows } = await db.executeQuery(pageStatement(request));
+      const { rows } = await executeCompiled(db, pageStatement(request));
       const hasMore = rows.length > request.limit;
       return { items: await withReplies(hasMore ? rows.slice(0, request.limit) : rows), hasMore };
     },

@@ -1,4 +1,5 @@
 import { sql, type Compilable, type Kysely, type RawBuilder } from 'kysely';
+import { executeCompiled } from '@platform/db';
 
 /**
  * The `n`-th parameter (from 1) of a query compiled once by `prepare`: the query's values are all
@@ -27,7 +28,7 @@ export function prepare<O, A extends unknown[]>(
   const count = Math.max(0, ...[...compiled.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
   return async (...args) => {
     const parameters = params(...args).slice(0, count);
-    return (await db.executeQuery<O>({ ...compiled, parameters })).rows;
+    return (await executeCompiled<O>(db, { ...compiled, parameters })).rows;
   };
 }
 

@@ -97,8 +97,8 @@ async function appOver(over: TestApp, env: Record<string, string>): Promise<Bare
   config.database = over.config.database;
   const app = await buildApp(config, { database: over.database, clock: over.clock.now });
   await app.ready();
-  const { database, queries, clock } = over;
-  return { app, config, database, queries, clock, close: () => app.close() };
+  const { database, queries, statements, clock } = over;
+  return { app, config, database, queries, statements, clock, close: () => app.close() };
 }
 
 function withHelpers(bare: BareTestApp): TestApp {

@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely';
+import { executeCompiled } from '@platform/db';
 import type { ApiKeyRow, WorkspaceDatabase } from '../db/schema';
 import { hashSecret, newKeyPair } from './keys';
 import type { Permission } from './permissions';
@@ -18,7 +19,7 @@ export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
   return {
     /** The key, read and never written (no last-used stamp): a read stays one statement. */
     async findByKey(apiKey: string): Promise<ApiKeyRow | undefined> {
-      const { rows } = await db.executeQuery<ApiKeyRow>(CompiledQuery.raw(FIND_BY_KEY, [apiKey]));
+      const { rows } = await executeCompiled<ApiKeyRow>(db, CompiledQuery.raw(FIND_BY_KEY, [apiKey]));
       return rows[0];
     },
 

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
-import { SQLSTATE, sqlState } from '@platform/db';
+import { SQLSTATE, sqlState, executeCompiled } from '@platform/db';
 import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
 import { deleteWhere } from '../db/statements';
 import { ALL_USERS_GROUP_ID } from '../kasm/wire';
@@ -68,7 +68,8 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** A page of users (every user without `page`) with their groups and the total, in one statement. */
     async listWithGroups(page?: { offset: number; limit: number }): Promise<UsersPage> {
-      const { rows } = await db.executeQuery<ListedRow>(
+      const { rows } = await executeCompiled<ListedRow>(
+        db,
         // A page past the end is empty whatever its number: the offset is kept within bigint.
         CompiledQuery.raw(LIST_WITH_GROUPS, [
           Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),

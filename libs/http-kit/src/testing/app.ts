@@ -24,6 +24,8 @@ export interface TestApp<C, DB> {
   database: Database<DB>;
   /** SQL statements run so far: tests reset it with `queries.length = 0` and count. */
   queries: string[];
+  /** The same statements with their parameters (reset it the same way). */
+  statements: { sql: string; parameters: readonly unknown[] }[];
   /** Closes the app and the database, and drops the test schema. */
   close(): Promise<void>;
 }
@@ -43,9 +45,12 @@ export async function buildTestApp<C extends { database: DatabaseConfig }, Deps>
   });
   config.database = { ...fresh.config };
   const queries: string[] = [];
+  const statements: TestApp<C, DatabaseOf<Deps>>['statements'] = [];
   const database = await openDatabase<DatabaseOf<Deps>>(config.database, {
     onQuery: (event) => {
-      if (event.level === 'query') queries.push(event.query.sql);
+      if (event.level !== 'query') return;
+      queries.push(event.query.sql);
+      statements.push(event.query);
     },
   });
   let app: FastifyInstance | undefined;
@@ -62,7 +67,7 @@ export async function buildTestApp<C extends { database: DatabaseConfig }, Deps>
     await close();
     throw error;
   }
-  return { app, config, database, queries, close };
+  return { app, config, database, queries, statements, close };
 }
 
 /** A test app listening on a random loopback port, and that address. */
