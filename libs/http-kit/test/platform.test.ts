@@ -1,7 +1,11 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import helmet from 'helmet';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { FieldError } from '@platform/schema';
 import {
+  headersOf,
   listenWithGracefulShutdown,
   platform,
   reasonPhrase,
@@ -311,6 +315,54 @@ describe('operations endpoints and headers', () => {
       expect(csp).not.toMatch(/upgrade-insecure-requests/);
     }
     await app.close();
+  });
+
+  test("every response carries helmet's headers as helmet writes them on a real response", async () => {
+    // What helmet's own middleware sets on a real Node response, with the platform's options.
+    const server = createServer((req, res) =>
+      helmet({
+        contentSecurityPolicy: {
+          directives: {
+            'script-src': ["'self'"],
+            'img-src': ["'self'", 'data:'],
+            'upgrade-insecure-requests': null,
+          },
+        },
+        crossOriginResourcePolicy: { policy: 'cross-origin' },
+      })(req, res, () => res.end()),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const real = Object.fromEntries((await fetch(`http://127.0.0.1:${port}/`)).headers);
+    server.close();
+    const helmets = Object.keys(real).filter(
+      (name) => !['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name),
+    );
+    expect(helmets.length).toBeGreaterThanOrEqual(10);
+
+    const app = await dialectTestApp(testDialect);
+    for (const url of ['/healthz', '/nothing', '/metrics']) {
+      const headers = (await app.inject(url)).headers;
+      for (const name of helmets) expect([url, name, headers[name]]).toEqual([url, name, real[name]]);
+    }
+    // Swagger UI's page keeps its own CSP (it needs inline styles), helmet's others.
+    const docs = (await app.inject('/docs/static/index.html')).headers;
+    expect(docs['content-security-policy']).not.toBe(real['content-security-policy']);
+    expect(docs['strict-transport-security']).toBe(real['strict-transport-security']);
+    await app.close();
+  });
+
+  test('headersOf records what a middleware sets; a failing one is an error at start', async () => {
+    expect(
+      await headersOf((_req, res, next) => {
+        res.setHeader('X-One', '1');
+        res.setHeader('x-many', ['a', 'b']);
+        next();
+      }),
+    ).toEqual({ 'x-one': '1', 'x-many': 'a, b' });
+    await expect(headersOf((_req, _res, next) => next(new Error('bad options')))).rejects.toThrow(
+      'bad options',
+    );
   });
 
   test('readiness follows the check; liveness does not', async () => {
