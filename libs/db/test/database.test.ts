@@ -1,6 +1,7 @@
 import { CompiledQuery, sql, type Generated, type Kysely, type Migration } from 'kysely';
 import {
   executeCompiled,
+  rowMaker,
   isDatabaseUnavailable,
   migrateToLatest,
   openDatabase,
@@ -164,6 +165,21 @@ describe('executeCompiled', () => {
       { level: 'query', sql: byBody('two').sql },
       { level: 'query', sql: byBody('two').sql },
     ]);
+  });
+
+  test('rows as pg makes them: columns in order, a repeated name keeps the later value, nulls and types parsed', async () => {
+    const query = CompiledQuery.raw(
+      `select 1 as "b", 'x'::text as "a", 2 as "b", null::int as "n", true as "ok", '{1,2}'::int[] as "xs", 'p' as "__proto__"`,
+    );
+    const direct = (await executeCompiled(d.db, query)).rows[0] as Record<string, unknown>;
+    const viaKysely = (await d.db.executeQuery(query)).rows[0] as Record<string, unknown>;
+    expect(Object.keys(direct)).toEqual(Object.keys(viaKysely));
+    expect(Object.keys(direct)).toEqual(['b', 'a', 'n', 'ok', 'xs', '__proto__']);
+    expect(direct).toEqual(viaKysely);
+    expect(direct.b).toBe(2);
+    expect(Object.getPrototypeOf(direct)).toBe(Object.prototype);
+    expect(rowMaker(['a', 'b'])).toBe(rowMaker(['a', 'b']));
+    expect(rowMaker(['"); throw 1; ("'])(['safe'])).toEqual({ '"); throw 1; ("': 'safe' });
   });
 
   test('an error keeps its SQLSTATE, is reported, and leaves the one pooled connection usable', async () => {
