@@ -11,12 +11,11 @@ export const errors = (...statuses: number[]) =>
 /** Error responses of a route that takes a JSON body: also malformed (400), too large (413), not JSON (415). */
 export const bodyErrors = (...statuses: number[]) => errors(400, 413, 415, ...statuses);
 
-/** A response without a body (OpenAPI: no content). */
 /**
  * Answers a value built property by property in its schema's order (`serializeUser`, `serializePost`,
  * a page of them) with the native `JSON.stringify`: the same bytes as the schema's serialiser, which
- * escapes every string in JavaScript and costs a page of posts about a fifth of the service's CPU
- * (tools/bench compare). Only for values whose properties are exactly the schema's
+ * escapes every string in JavaScript (a page of posts: about 0.03 ms of the service's 0.47 ms of CPU,
+ * tools/bench compare). Only for values whose properties are exactly the schema's
  * (test/wire-exact.test.ts holds every such route to that).
  */
 export function nativeJson<T>(reply: FastifyReply, value: T): T {
@@ -24,6 +23,7 @@ export function nativeJson<T>(reply: FastifyReply, value: T): T {
   return value;
 }
 
+/** A response without a body (OpenAPI: no content). */
 export const NoContent = Type.Unsafe<void>({ type: 'null', description: 'No body' });
 
 /** The OpenAPI security requirement of token endpoints (the scheme is declared in app.ts). */
