@@ -182,6 +182,24 @@ describe('executeCompiled', () => {
     expect(rowMaker(['"); throw 1; ("'])(['safe'])).toEqual({ '"); throw 1; ("': 'safe' });
   });
 
+  test('one statement text whose columns change (a table altered under it) gets rows with the new columns', async () => {
+    await d.db.schema.createTable('shifting').addColumn('a', 'integer').execute();
+    await d.db
+      .insertInto('shifting' as never)
+      .values({ a: 1 } as never)
+      .execute();
+    const all = CompiledQuery.raw('select * from shifting');
+    expect((await executeCompiled(d.db, all)).rows).toEqual([{ a: 1 }]);
+    await d.db.schema
+      .alterTable('shifting')
+      .addColumn('b', 'text', (c) => c.defaultTo('x'))
+      .execute();
+    expect((await executeCompiled(d.db, all)).rows).toEqual([{ a: 1, b: 'x' }]);
+    await d.db.schema.alterTable('shifting').renameColumn('a', 'c').execute();
+    expect((await executeCompiled(d.db, all)).rows).toEqual([{ c: 1, b: 'x' }]);
+    await d.db.schema.dropTable('shifting').execute();
+  });
+
   test('an error keeps its SQLSTATE, is reported, and leaves the one pooled connection usable', async () => {
     events.length = 0;
     const insert = CompiledQuery.raw('insert into notes (body) values ($1) returning id', ['one']);

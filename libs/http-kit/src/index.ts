@@ -12,4 +12,5 @@ export * from './database';
 export * from './config';
 export * from './cli';
 export * from './rate-limit';
+export * from './route-metrics';
 export * from './passwords';

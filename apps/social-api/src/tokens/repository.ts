@@ -20,7 +20,8 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
       .select([...publicUserColumns, 'tokens.id as token_id'])
       .where('tokens.access_token_hash', '=', param<string>(1))
       .where('tokens.access_expiration', '>', param<Date>(2)),
-    (accessTokenHash: string, now: Date) => [accessTokenHash, now],
+    // The time as ISO 8601 text: pg would format a Date in local time, field by field, per request.
+    (accessTokenHash: string, now: Date) => [accessTokenHash, now.toISOString()],
   );
 
   return {
