@@ -1,5 +1,5 @@
 import { Kysely, PostgresDialect, sql, type CompiledQuery, type LogEvent } from 'kysely';
-import { Pool } from 'pg';
+import { Pool, type QueryArrayConfig, type QueryArrayResult } from 'pg';
 import { ensureLocalServer, localDataDir } from './local-server';
 
 export interface DatabaseConfig {
@@ -110,61 +110,104 @@ const direct = new WeakMap<object, Runner>();
 
 /**
  * What Kysely's executor does for one compiled query (a pooled connection, the query, the
- * connection back, the `onQuery` event), without its layers of async calls around each step.
+ * connection back, the `onQuery` event), without its layers of async calls around each step: pg's
+ * callbacks, one promise.
  */
 function directRunner(pool: Pool, onQuery: OpenDatabaseOptions['onQuery']): Runner {
-  return async (query) => {
-    const started = onQuery ? performance.now() : 0;
-    const client = await pool.connect();
-    try {
-      // Rows as arrays, made into objects by one function per column list (`rowMaker`): pg's own
-      // objects are copies of a template filled by column name, which in a process running many
-      // statements goes through V8's generic (megamorphic) paths on every value (a page of 100
-      // posts and their replies: 0.83-0.92 -> 0.76-0.81 ms of CPU per request, tools/bench compare).
-      const result = await client.query({
-        text: query.sql,
-        values: query.parameters as unknown[],
-        rowMode: 'array',
+  return (query) =>
+    new Promise((resolve, reject) => {
+      const started = onQuery ? performance.now() : 0;
+      const statement = statementOf(query.sql);
+      pool.connect((connectError, client, release) => {
+        if (connectError || !client) return reject(connectError);
+        const done = (error: Error | null, result?: QueryArrayResult) => {
+          // As Kysely releases it: a failed statement (a unique violation) leaves the connection usable.
+          release();
+          let rows: unknown[] | undefined;
+          try {
+            if (error) throw error;
+            rows = result!.rows.map(rowMakerOf(statement, result!.fields));
+          } catch (failure) {
+            onQuery?.({
+              level: 'error',
+              error: failure,
+              query,
+              queryDurationMillis: performance.now() - started,
+            });
+            return reject(failure as Error);
+          }
+          onQuery?.({ level: 'query', query, queryDurationMillis: performance.now() - started });
+          resolve({ rows });
+        };
+        try {
+          // An object whose only properties are its prototype's (`statement.config`): pg copies a
+          // query's config with Object.defineProperties of its own properties' descriptors (about
+          // 1 µs a statement with three), and keeps the prototype.
+          (client as unknown as CallbackClient).query(
+            Object.create(statement.config) as QueryArrayConfig,
+            query.parameters as unknown[],
+            done,
+          );
+        } catch (error) {
+          done(error as Error);
+        }
       });
-      const make = rowMakerOf(query.sql, result.fields);
-      const rows = (result.rows as unknown[][]).map(make);
-      onQuery?.({ level: 'query', query, queryDurationMillis: performance.now() - started });
-      return { rows };
-    } catch (error) {
-      onQuery?.({ level: 'error', error, query, queryDurationMillis: performance.now() - started });
-      throw error;
-    } finally {
-      // As Kysely releases it: a failed statement (a unique violation) leaves the connection usable.
-      client.release();
-    }
-  };
+    });
+}
+
+/**
+ * What one statement text needs on every run: its query config (rows as arrays, made into objects
+ * by one function per column list, `rowMaker`: pg's own objects are copies of a template filled by
+ * column name, which in a process running many statements goes through V8's generic (megamorphic)
+ * paths on every value; a page of 100 posts and their replies: 0.83-0.92 -> 0.76-0.81 ms of CPU per
+ * request, tools/bench compare) and the row maker of the columns it last returned.
+ */
+interface Statement {
+  readonly config: Readonly<{ text: string; rowMode: 'array' }>;
+  names?: readonly string[];
+  make?: RowMaker;
+}
+
+/** pg's `query(config, values, callback)`, which its types leave out for array rows. */
+interface CallbackClient {
+  query(
+    config: QueryArrayConfig,
+    values: unknown[],
+    callback: (error: Error | null, result?: QueryArrayResult) => void,
+  ): void;
 }
 
 type RowMaker = (values: unknown[]) => Record<string, unknown>;
 const rowMakers = new Map<string, RowMaker>();
-/** Column lists remembered at most: the services' statements are a fixed set, far below it. */
+/** Column lists (and statement texts) remembered at most: the services' statements are a fixed set, far below it. */
 const ROW_MAKERS_MAX = 1000;
+const statements = new Map<string, Statement>();
 
-/** The row maker each statement text last used, with its column list. */
-const makersBySql = new Map<string, { names: readonly string[]; make: RowMaker }>();
+/** A repository's compiled statement is the same string on every call: the lookup hashes nothing new. */
+function statementOf(sql: string): Statement {
+  let statement = statements.get(sql);
+  if (statement === undefined) {
+    statement = { config: Object.freeze({ text: sql, rowMode: 'array' as const }) };
+    if (statements.size < ROW_MAKERS_MAX) statements.set(sql, statement);
+  }
+  return statement;
+}
 
 /**
- * `rowMaker` of a statement's columns, found by its text (a repository's compiled statement is the
- * same string on every call, so the lookup hashes nothing new) and checked against the column names
- * pg read: joining the names into a key and hashing it on every statement cost about 1 µs.
+ * `rowMaker` of the columns pg read, kept with the statement and checked name by name (a table
+ * altered under `select *` changes them): joining the names into a key and hashing it on every
+ * statement cost about 1 µs.
  */
-function rowMakerOf(sql: string, fields: readonly { name: string }[]): RowMaker {
-  const known = makersBySql.get(sql);
+function rowMakerOf(statement: Statement, fields: readonly { name: string }[]): RowMaker {
+  const { names, make } = statement;
   if (
-    known !== undefined &&
-    known.names.length === fields.length &&
-    known.names.every((name, i) => name === fields[i].name)
+    make !== undefined &&
+    names!.length === fields.length &&
+    names!.every((name, i) => name === fields[i].name)
   )
-    return known.make;
-  const names = fields.map((field) => field.name);
-  const make = rowMaker(names);
-  if (known !== undefined || makersBySql.size < ROW_MAKERS_MAX) makersBySql.set(sql, { names, make });
-  return make;
+    return make;
+  statement.names = fields.map((field) => field.name);
+  return (statement.make = rowMaker(statement.names));
 }
 
 /**

@@ -182,6 +182,12 @@ describe('executeCompiled', () => {
     expect(rowMaker(['"); throw 1; ("'])(['safe'])).toEqual({ '"); throw 1; ("': 'safe' });
   });
 
+  test('one statement text run at once with different values: each run gets its own rows', async () => {
+    const echo = (n: number) => CompiledQuery.raw('select $1::int as v, $2::text as t', [n, `#${n}`]);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, n) => executeCompiled(d.db, echo(n))));
+    expect(results.map((r) => r.rows)).toEqual(Array.from({ length: 20 }, (_, n) => [{ v: n, t: `#${n}` }]));
+  });
+
   test('one statement text whose columns change (a table altered under it) gets rows with the new columns', async () => {
     await d.db.schema.createTable('shifting').addColumn('a', 'integer').execute();
     await d.db

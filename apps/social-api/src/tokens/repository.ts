@@ -21,7 +21,7 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
       .where('tokens.access_token_hash', '=', param<string>(1))
       .where('tokens.access_expiration', '>', param<Date>(2)),
     // The time as ISO 8601 text: pg would format a Date in local time, field by field, per request.
-    (accessTokenHash: string, now: Date) => [accessTokenHash, now.toISOString()],
+    (accessTokenHash: string, at: string) => [accessTokenHash, at],
   );
 
   return {
@@ -44,9 +44,10 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
      */
     async authenticate(
       accessTokenHash: string,
-      now: Date,
+      /** ISO 8601. */
+      at: string,
     ): Promise<(PublicUserRow & { token_id: string }) | undefined> {
-      return (await ownerOfLiveToken(accessTokenHash, now))[0];
+      return (await ownerOfLiveToken(accessTokenHash, at))[0];
     },
 
     byAccessHash(accessTokenHash: string): Promise<TokenRow | undefined> {

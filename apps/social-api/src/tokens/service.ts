@@ -64,10 +64,13 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
       return issue(userId);
     },
 
-    /** The caller of a live bearer token, or undefined. */
-    async authenticate(accessJwt: string): Promise<(PublicUserRow & { token_id: string }) | undefined> {
+    /** The caller of a bearer token live at `at` (ISO 8601; default now), or undefined. */
+    async authenticate(
+      accessJwt: string,
+      at: string = clock().toISOString(),
+    ): Promise<(PublicUserRow & { token_id: string }) | undefined> {
       const tokenHash = verifiedAccess(accessJwt);
-      return tokenHash ? repo.authenticate(tokenHash, clock()) : undefined;
+      return tokenHash ? repo.authenticate(tokenHash, at) : undefined;
     },
 
     /**

@@ -79,11 +79,12 @@ export default fp(
       await lastSeen.flush();
     });
 
-    /** The caller as of now: seen at this request (never earlier than the database says). */
-    const seenNow = (user: PublicUserRow): PublicUserRow => {
-      const now = app.clock();
+    /**
+     * The caller as seen at this request (`now`, and `at` its ISO 8601 text): never earlier than
+     * the database says.
+     */
+    const seenAt = (user: PublicUserRow, now: Date, at: string): PublicUserRow => {
       lastSeen.seen(user.id, now);
-      const at = now.toISOString();
       // Both are ISO 8601 in UTC with milliseconds, so they compare as text.
       if (at > user.last_seen) user.last_seen = at;
       return user;
@@ -95,18 +96,22 @@ export default fp(
     };
 
     app.decorate('requireToken', async function requireToken(request: FastifyRequest, reply: FastifyReply) {
+      // One clock reading per request, formatted once: for the token check and for last_seen.
+      const now = app.clock();
+      const at = now.toISOString();
       if (app.config.disableAuth) {
         const user = await users.findById(1);
         if (!user) throw reject(reply);
-        request.user = seenNow(user);
+        request.user = seenAt(user, now, at);
         return;
       }
       const match = BEARER.exec(request.headers.authorization ?? '');
-      const caller = match ? await tokens.authenticate(match[1]) : undefined;
+      const caller = match ? await tokens.authenticate(match[1], at) : undefined;
       if (!caller) throw reject(reply);
-      const { token_id: tokenId, ...user } = caller;
-      request.user = seenNow(user);
-      request.tokenId = tokenId;
+      request.tokenId = caller.token_id;
+      // The row as it came (its token_id too: every response builds its user field by field), not
+      // an object rest, which copies the row through V8's generic path on every request.
+      request.user = seenAt(caller, now, at);
     });
   },
   { name: 'auth', dependencies: ['database'], decorators: { fastify: ['config', 'clock'] }, fastify: '5.x' },
