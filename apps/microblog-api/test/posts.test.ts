@@ -407,6 +407,25 @@ describe('GET /api/microblog (list posts)', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  test('on one page, replies written to several posts in turn each go to their own post, oldest first', async () => {
+    const a = await createPost();
+    const quiet = await createPost();
+    const b = await createPost();
+    const c = await createPost();
+    const b1 = await createReply(b.id, { content: 'b1' });
+    const a1 = await createReply(a.id, { content: 'a1' });
+    const c1 = await createReply(c.id, { content: 'c1' });
+    const b2 = await createReply(b.id, { content: 'b2' });
+    const a2 = await createReply(a.id, { content: 'a2' });
+    const { posts } = await list(`?before=${c.id + 1}&limit=4`);
+    expect(posts.map((p) => [p.id, p.replies])).toEqual([
+      [c.id, [c1]],
+      [b.id, [b1, b2]],
+      [quiet.id, []],
+      [a.id, [a1, a2]],
+    ]);
+  });
+
   test('each listed post carries its replies, reply_count and every reaction kind', async () => {
     const post = await createPost();
     const r1 = await createReply(post.id, { content: 'first' });

@@ -23,6 +23,13 @@ export interface PostWithReplies {
   replies: ReplyView[];
 }
 
+/** A page's posts and the first replies of those that have any, by post id. */
+export interface PageWithReplies {
+  posts: PostView[];
+  replies: ReadonlyMap<number, ReplyView[]>;
+  hasMore: boolean;
+}
+
 /** `created_at` as the wire writes it: `2026-11-22T09:15:00.123Z` (milliseconds truncated, like Date). */
 const wireTimestamp = (column: string): RawBuilder<string> =>
   sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -94,16 +101,29 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
       ) r
       order by r.post_id, r.id`.compile(db).sql;
 
-  async function firstReplies(postIds: number[]): Promise<Map<number, ReplyView[]>> {
-    const byPost = new Map<number, ReplyView[]>(postIds.map((id) => [id, []]));
-    if (!postIds.length) return byPost;
-    const { rows } = await executeCompiled<ReplyView>(db, CompiledQuery.raw(firstRepliesSql, [postIds]));
-    for (const row of rows) byPost.get(row.post_id)?.push(row);
+  /**
+   * The first replies of `posts`, by post id (a post without replies is not in the map). The ids go
+   * as an array literal written here (they are integers): pg's generic conversion checks and quotes
+   * each element, about 8 µs for a page of 100 (tools/bench compare).
+   */
+  async function firstReplies(posts: readonly PostView[]): Promise<Map<number, ReplyView[]>> {
+    const byPost = new Map<number, ReplyView[]>();
+    if (!posts.length) return byPost;
+    let ids = '{';
+    for (let i = 0; i < posts.length; i++) ids += (i ? ',' : '') + Math.trunc(posts[i].id);
+    const { rows } = await executeCompiled<ReplyView>(db, CompiledQuery.raw(firstRepliesSql, [`${ids}}`]));
+    // Ordered by post: each post's replies are one run of rows.
+    let current: ReplyView[] | undefined;
+    for (const row of rows) {
+      if (current === undefined || current[0].post_id !== row.post_id)
+        byPost.set(row.post_id, (current = []));
+      current.push(row);
+    }
     return byPost;
   }
 
   async function withReplies(posts: PostView[]): Promise<PostWithReplies[]> {
-    const replies = await firstReplies(posts.map((p) => p.id));
+    const replies = await firstReplies(posts);
     return posts.map((post) => ({ post, replies: replies.get(post.id) ?? [] }));
   }
 
@@ -111,10 +131,11 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
     pageQuery,
 
     /** A page of posts with their replies: two statements whatever the page size. */
-    async listPage(request: PageRequest): Promise<{ items: PostWithReplies[]; hasMore: boolean }> {
+    async listPage(request: PageRequest): Promise<PageWithReplies> {
       const { rows } = await executeCompiled(db, pageStatement(request));
       const hasMore = rows.length > request.limit;
-      return { items: await withReplies(hasMore ? rows.slice(0, request.limit) : rows), hasMore };
+      const posts = hasMore ? rows.slice(0, request.limit) : rows;
+      return { posts, replies: await firstReplies(posts), hasMore };
     },
 
     async insertPost(post: NewPost): Promise<PostView> {
