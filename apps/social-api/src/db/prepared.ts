@@ -1,4 +1,4 @@
-import { sql, type Compilable, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Compilable, type CompiledQuery, type Kysely, type RawBuilder } from 'kysely';
 import { executeCompiled } from '@platform/db';
 
 /**
@@ -26,9 +26,17 @@ export function prepare<O, A extends unknown[]>(
   // A query may leave some of a family's parameters out (the page of all posts has no owner `$3`):
   // PostgreSQL wants exactly the ones it names.
   const count = Math.max(0, ...[...compiled.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+  const { sql: text, query: node, queryId } = compiled;
   return async (...args) => {
-    const parameters = params(...args).slice(0, count);
-    return (await executeCompiled<O>(db, { ...compiled, parameters })).rows;
+    const values = params(...args);
+    // Written out, not spread: this runs for every hot read.
+    const run: CompiledQuery<O> = {
+      sql: text,
+      query: node,
+      queryId,
+      parameters: values.length === count ? values : values.slice(0, count),
+    };
+    return (await executeCompiled<O>(db, run)).rows;
   };
 }
 

@@ -38,11 +38,17 @@ const seenBy =
   (post: PostWithAuthor): PostWithAuthor =>
     post.author.id === caller.id ? { ...post, author: caller } : post;
 
-const pagesSeenBy = (caller: PublicUserRow, source: PageSource<PostWithAuthor, Date>) => ({
-  ...source,
+const pagesSeenBy = (
+  caller: PublicUserRow,
+  source: PageSource<PostWithAuthor, Date>,
+): PageSource<PostWithAuthor, Date> => ({
+  exists: source.exists,
   async read(request: PageRequest<Date>) {
     const page = await source.read(request);
-    return page && { ...page, items: page.items.map(seenBy(caller)) };
+    // The page is this request's own: its items are replaced in place.
+    const seen = seenBy(caller);
+    if (page) for (let i = 0; i < page.items.length; i++) page.items[i] = seen(page.items[i]);
+    return page;
   },
 });
 
