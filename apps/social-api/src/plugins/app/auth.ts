@@ -90,6 +90,18 @@ export default fp(
       return user;
     };
 
+    /** `toISOString()`, remembered for the last millisecond: requests of one tick share a reading. */
+    let lastMs = NaN;
+    let lastIso = '';
+    const isoOf = (now: Date) => {
+      const ms = now.getTime();
+      if (ms !== lastMs) {
+        lastMs = ms;
+        lastIso = now.toISOString();
+      }
+      return lastIso;
+    };
+
     const reject = (reply: FastifyReply) => {
       reply.header('www-authenticate', BEARER_CHALLENGE);
       return new Unauthorized();
@@ -98,7 +110,7 @@ export default fp(
     app.decorate('requireToken', async function requireToken(request: FastifyRequest, reply: FastifyReply) {
       // One clock reading per request, formatted once: for the token check and for last_seen.
       const now = app.clock();
-      const at = now.toISOString();
+      const at = isoOf(now);
       if (app.config.disableAuth) {
         const user = await users.findById(1);
         if (!user) throw reject(reply);
