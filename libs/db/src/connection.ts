@@ -120,7 +120,10 @@ function directRunner(pool: Pool, onQuery: OpenDatabaseOptions['onQuery']): Runn
       const statement = statementOf(query.sql);
       pool.connect((connectError, client, release) => {
         if (connectError || !client) return reject(connectError);
+        let settled = false;
         const done = (error: Error | null, result?: QueryArrayResult) => {
+          if (settled) return;
+          settled = true;
           // As Kysely releases it: a failed statement (a unique violation) leaves the connection usable.
           release();
           let rows: unknown[] | undefined;
