@@ -106,7 +106,9 @@ export const routeMetrics = fp(
   async function routeMetrics(app: FastifyInstance, options: RouteMetricsOptions) {
     const durations = new RouteDurations();
     // The registry asks a metric for its name, `get()` and `reset()` only; prom-client's types list
-    // its own four classes.
+    // its own four classes. It is the process's registry (fastify-metrics clears it when an app
+    // starts): a later app's histogram replaces an earlier one's, as its other metrics do.
+    options.register.removeSingleMetric(durations.name);
     options.register.registerMetric(durations as unknown as Metric);
     app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions;

@@ -128,6 +128,18 @@ describe('routeMetrics', () => {
     await server.close();
   });
 
+  test('a second app on the same registry replaces the first one’s histogram instead of failing to start', async () => {
+    const register = new Registry();
+    const first = await app(register);
+    const second = await app(register);
+    await first.inject('/fails');
+    await second.inject('/slow/1');
+    const text = await register.metrics();
+    expect(count(text, 'GET', '/slow/:id', 200)).toBe(1);
+    expect(count(text, 'GET', '/fails', 409)).toBe(0);
+    await Promise.all([first.close(), second.close()]);
+  });
+
   test('HEAD and OPTIONS routes are not measured (as fastify-metrics did not)', async () => {
     const register = new Registry();
     const server = await app(register);
