@@ -14,3 +14,4 @@ export * from './cli';
 export * from './rate-limit';
 export * from './route-metrics';
 export * from './passwords';
+export * from './secrets';
