@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { RequestValidationError } from '@platform/http-kit';
+import { Int32 } from '@platform/schema';
 import { BadRequest, NotFound } from './errors';
 import type { FastifyReply } from 'fastify';
 import { errors, nativeJson } from './http';
@@ -7,13 +8,19 @@ import { errors, nativeJson } from './http';
 export const MAX_LIMIT = 25;
 
 /** Query of every collection. Unknown parameters are ignored, as the Flask backend ignores them. */
+/*
+ * `limit` and `offset` are PostgreSQL integers (int4): beyond that range a validation error, never a
+ * value the database refuses (a 500). Within it, the Flask backend's rules below apply (a negative
+ * offset or a limit of 0 or less is a plain 400, a larger limit is clamped); no collection of rows
+ * keyed by integer ids holds more than 2^31 - 1 items, so a larger offset is past the end anyway.
+ */
 export const PageQuery = Type.Object({
   limit: Type.Optional(
-    Type.Integer({
+    Int32({
       description: `Page size; default and maximum ${MAX_LIMIT} (larger values are clamped and the clamped value reported)`,
     }),
   ),
-  offset: Type.Optional(Type.Integer({ description: 'Items to skip (default 0); not with `after`' })),
+  offset: Type.Optional(Int32({ description: 'Items to skip (default 0); not with `after`' })),
   after: Type.Optional(
     Type.String({
       description:
