@@ -3,8 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SMTPServer } from 'smtp-server';
+import { randomBytes } from 'node:crypto';
+import { migrateToLatest, openDatabase } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
-import { createJwt, passwordFingerprint } from '../src/tokens/jwt';
+import { migrations } from '../src/db/migrations';
+import type { SocialDatabase } from '../src/db/schema';
+import { createJwt, digest, resetFingerprint } from '../src/tokens/jwt';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
 
 /**
@@ -292,7 +296,7 @@ describe('password reset by email (SMTP)', () => {
     const row = await t.storedUser(user.id);
     const forged = createJwt('some-other-secret').resetToken(
       user.email,
-      passwordFingerprint(row.password_hash),
+      resetFingerprint(row),
       new Date(t.clock.now().getTime() + RESET_MS),
     );
     const foreign = await reset(forged, 'changed');
@@ -302,12 +306,81 @@ describe('password reset by email (SMTP)', () => {
     // The same token made with the app's own key would have worked: the key is what failed.
     const genuine = createJwt(t.config.secretKey).resetToken(
       user.email,
-      passwordFingerprint(row.password_hash),
+      resetFingerprint(row),
       new Date(t.clock.now().getTime() + RESET_MS),
     );
     expect(genuine.split('.').slice(0, 2)).toEqual(forged.split('.').slice(0, 2));
     expect((await t.login(user.username, 'keep-me')).statusCode).toBe(200);
     expect((await t.login(user.username, 'changed')).statusCode).toBe(401);
+  });
+
+  test("SECRET_KEY alone forges no reset link, not even for a user without a password: the old scheme's fingerprint, or one without the user's own secret, is refused; the mailed link works, once", async () => {
+    const withPassword = await newUser({ password: 'keep-me' });
+    const bystander = await t.storedUser((await newUser()).id);
+    counter += 1;
+    const passwordless = { username: `forged${counter}`, email: `forged${counter}@example.com` };
+    await t.database.db
+      .insertInto('users')
+      .values({ ...passwordless, password_hash: null })
+      .execute();
+
+    // The attacker knows the key (here the app's own) and, for the passwordless user, the whole
+    // of what the fingerprint used to be made of.
+    const jwt = createJwt(t.config.secretKey);
+    const expires = () => new Date(t.clock.now().getTime() + RESET_MS);
+    const oldScheme = (hash: string | null) => digest(`pw:${hash ?? ''}`).slice(0, 22);
+    for (const email of [withPassword.email, passwordless.email]) {
+      const row = await t.database.db
+        .selectFrom('users')
+        .selectAll()
+        .where('email', '=', email)
+        .executeTakeFirstOrThrow();
+      for (const fingerprint of [
+        oldScheme(row.password_hash),
+        resetFingerprint({ password_hash: row.password_hash, reset_secret: '' }),
+        // Another user's secret (one the attacker got) does not open this account either.
+        resetFingerprint({ password_hash: row.password_hash, reset_secret: bystander.reset_secret }),
+      ]) {
+        const refused = await reset(jwt.resetToken(email, fingerprint, expires()), 'forged-password');
+        expect(refused.statusCode).toBe(400);
+      }
+    }
+    expect((await t.login(withPassword.username, 'forged-password')).statusCode).toBe(401);
+    expect((await t.login(passwordless.username, 'forged-password')).statusCode).toBe(401);
+
+    // The genuine links still work, once each.
+    for (const { username, email } of [withPassword, passwordless]) {
+      const token = await mailedToken(email);
+      expect((await reset(token, 'real-password')).statusCode).toBe(204);
+      expect((await t.login(username, 'real-password')).statusCode).toBe(200);
+      expect((await reset(token, 'again-password')).statusCode).toBe(400);
+    }
+  });
+
+  test('every user gets a random reset secret of their own at creation, and a new one whenever the password changes (not when other fields do)', async () => {
+    const [a, b] = [await newUser({ password: 'first-pw' }), await newUser()];
+    const secretOf = async (id: number) => (await t.storedUser(id)).reset_secret;
+    const first = await secretOf(a.id);
+    expect(first).toMatch(/^[0-9a-f]{64}$/);
+    expect(await secretOf(b.id)).toMatch(/^[0-9a-f]{64}$/);
+    expect(await secretOf(b.id)).not.toBe(first);
+
+    const put = (payload: Record<string, unknown>) =>
+      t.as(a.token, { method: 'PUT', url: '/api/me', payload });
+    expect((await put({ about_me: 'hello' })).statusCode).toBe(200);
+    expect(await secretOf(a.id)).toBe(first);
+
+    // A link asked for before a password change is dead after it, and the secret is a new one.
+    const token = await mailedToken(a.email);
+    expect((await put({ password: 'second-pw', old_password: 'first-pw' })).statusCode).toBe(200);
+    const second = await secretOf(a.id);
+    expect(second).toMatch(/^[0-9a-f]{64}$/);
+    expect(second).not.toBe(first);
+    expect((await reset(token, 'by-old-link')).statusCode).toBe(400);
+
+    // A reset draws a new one too.
+    expect((await reset(await mailedToken(a.email), 'third-pw')).statusCode).toBe(204);
+    expect(await secretOf(a.id)).not.toBe(second);
   });
 
   test('reset validation: a new password shorter than 3, missing fields', async () => {
@@ -411,7 +484,8 @@ async function startService(mode: 'development' | 'production') {
     ARGON2_TIME_COST: '1',
     DATABASE_URL: fresh.config.url,
     DB_SCHEMA: fresh.config.schema,
-    ...(mode === 'production' ? { SECRET_KEY: 'a production secret of at least 32 characters' } : {}),
+    // Random: a secret written in the repository is public, and production refuses it.
+    ...(mode === 'production' ? { SECRET_KEY: randomBytes(32).toString('hex') } : {}),
   };
   const child = spawn(
     process.execPath,
@@ -569,4 +643,39 @@ describe('password reset without MAIL_SERVER in production (the real service)', 
     expect(lines.filter((l) => l.mail !== undefined)).toEqual([]);
     expect(exited()).toBeUndefined();
   }, 90_000);
+});
+
+describe('the reset-secret migration on existing users', () => {
+  test('every existing user gets a random secret of their own, and no address counts as proven', async () => {
+    const fresh = testDatabase('social');
+    const database = await openDatabase<SocialDatabase>(fresh.config);
+    try {
+      const names = Object.keys(migrations);
+      const mine = names.indexOf('2026-11-28T1200_user_reset_secret_email_verified');
+      expect(mine).toBeGreaterThan(0);
+      const before = Object.fromEntries(names.slice(0, mine).map((n) => [n, migrations[n]]));
+      await migrateToLatest(database.db, database.schema, before);
+      // Rows as the service wrote them before: with a password, and without one (OAuth2, fake).
+      for (let i = 0; i < 20; i++)
+        await database.db
+          .insertInto('users')
+          .values({
+            username: `old${i}`,
+            email: `old${i}@example.com`,
+            password_hash: i % 2 ? null : `hash-${randomBytes(4).toString('hex')}`,
+          } as never)
+          .execute();
+      await migrateToLatest(database.db, database.schema, migrations);
+      const rows = await database.db.selectFrom('users').select(['reset_secret', 'email_verified']).execute();
+      expect(rows).toHaveLength(20);
+      for (const row of rows) {
+        expect(row.reset_secret).toMatch(/^[0-9a-f]{64}$/);
+        expect(row.email_verified).toBe(false);
+      }
+      expect(new Set(rows.map((r) => r.reset_secret)).size).toBe(20);
+    } finally {
+      await database.close();
+      await fresh.cleanup();
+    }
+  });
 });

@@ -14,6 +14,13 @@ export interface UsersTable {
   posts_count: Generated<number>;
   followers_count: Generated<number>;
   following_count: Generated<number>;
+  /**
+   * Random per user, part of every reset link's fingerprint; drawn by the column default and again by
+   * a trigger whenever the password changes (migration 2026-11-28T1200).
+   */
+  reset_secret: Generated<string>;
+  /** The address was proven (a provider's verified flag, or a reset through the mailed link); cleared when it changes. */
+  email_verified: Generated<boolean>;
 }
 
 export interface PostsTable {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createSigner, createVerifier } from 'fast-jwt';
 
 /** A random url-safe secret of 43 characters (256 bits), as the Flask backend makes them. */
@@ -66,6 +66,14 @@ export function createJwt(secretKey: string) {
   };
 }
 
-/** Changes whenever the password does (including from "none"), which retires reset links. */
-export const passwordFingerprint = (passwordHash: string | null) =>
-  digest(`pw:${passwordHash ?? ''}`).slice(0, 22);
+/**
+ * A reset link's fingerprint of its user: an HMAC of the current password hash (none included)
+ * keyed by the user's own random `reset_secret`. It changes whenever the password does, which
+ * retires the link; and without the user's secret, which never leaves the database, SECRET_KEY
+ * alone cannot make a link that works, even for a user without a password.
+ */
+export const resetFingerprint = (user: { password_hash: string | null; reset_secret: string }) =>
+  createHmac('sha256', user.reset_secret)
+    .update(`pw:${user.password_hash ?? ''}`)
+    .digest('base64url')
+    .slice(0, 32);

@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import { BadRequest } from '../errors';
 import type { Passwords } from '../users/passwords';
 import type { UsersRepository } from '../users/repository';
-import { passwordFingerprint } from './jwt';
+import { resetFingerprint, sameDigest } from './jwt';
 import { resetPasswordMail, type Mailer } from './mailer';
 import type { TokenService } from './service';
 
@@ -48,7 +48,7 @@ export function createPasswordReset({
       }
       const token = tokens.jwt.resetToken(
         user.email,
-        passwordFingerprint(user.password_hash),
+        resetFingerprint(user),
         new Date(clock().getTime() + config.resetTokenMs),
       );
       const url = `${config.passwordResetUrl}?token=${token}`;
@@ -62,13 +62,14 @@ export function createPasswordReset({
     async reset(token: string, newPassword: string): Promise<void> {
       const claims = tokens.jwt.resetClaims(token, clock());
       const user = claims ? await users.findWithHashByEmail(claims.email) : undefined;
-      if (!claims || !user || passwordFingerprint(user.password_hash) !== claims.fingerprint)
-        throw new BadRequest();
+      if (!claims || !user || !sameDigest(resetFingerprint(user), claims.fingerprint)) throw new BadRequest();
       // Replaced only if still the password the link was made for: two racing resets, one winner.
+      // The link was mailed to the address, so following it proves the address (see oauth2-flow).
       const replaced = await users.replacePassword(
         user.id,
         user.password_hash,
         await passwords.hash(newPassword),
+        { provenEmail: claims.email },
       );
       if (!replaced) throw new BadRequest();
       await tokens.revokeAll(user.id);

@@ -197,13 +197,54 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
         .executeTakeFirst();
     },
 
-    /** Sets a new hash only if the password is still `expected` (a reset link works once, even when raced). */
-    async replacePassword(id: number, expected: string | null, passwordHash: string): Promise<boolean> {
+    /**
+     * Sets a new hash only if the password is still `expected` (a reset link works once, even when
+     * raced). `provenEmail`: the change came through a link mailed to that address, which proves the
+     * address is the owner's; it must still be the account's (any case), and the account is marked so.
+     * (A new `reset_secret` is drawn by the database's trigger whenever the hash changes.)
+     */
+    async replacePassword(
+      id: number,
+      expected: string | null,
+      passwordHash: string,
+      { provenEmail }: { provenEmail?: string } = {},
+    ): Promise<boolean> {
+      let update = db
+        .updateTable('users')
+        .set(
+          provenEmail === undefined
+            ? { password_hash: passwordHash }
+            : { password_hash: passwordHash, email_verified: true },
+        )
+        .where('id', '=', id)
+        .where(sql<boolean>`password_hash is not distinct from ${expected}`);
+      if (provenEmail !== undefined) update = update.where(sql`lower(email)`, '=', provenEmail.toLowerCase());
+      const result = await update.executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
+
+    /** Who holds an address (any case), as an OAuth2 login needs to know: whether it was proven, and whether there is a password. */
+    findForOAuth2(
+      email: string,
+    ): Promise<{ id: number; email_verified: boolean; has_password: boolean } | undefined> {
+      return db
+        .selectFrom('users')
+        .select(['id', 'email_verified', sql<boolean>`password_hash is not null`.as('has_password')])
+        .where(sql`lower(email)`, '=', email.toLowerCase())
+        .executeTakeFirst();
+    },
+
+    /**
+     * Marks the account's address as proven by a provider, if it still is `email` and still has no
+     * password (a password set meanwhile may be someone else's: the caller then decides again).
+     */
+    async markPasswordlessEmailVerified(id: number, email: string): Promise<boolean> {
       const result = await db
         .updateTable('users')
-        .set({ password_hash: passwordHash })
+        .set({ email_verified: true })
         .where('id', '=', id)
-        .where(sql<boolean>`password_hash is not distinct from ${expected}`)
+        .where(sql`lower(email)`, '=', email.toLowerCase())
+        .where('password_hash', 'is', null)
         .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     },
