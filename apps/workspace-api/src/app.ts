@@ -6,7 +6,7 @@ import type { WorkspaceDatabase } from './db/schema';
 import { migrations } from './db/migrations';
 import { kasmDialect } from './errors';
 import apiKeyAuth from './auth/plugin';
-import { createApiKeysRepository } from './auth/repository';
+import { ensureBootstrapKey } from './auth/bootstrap';
 import authRoutes from './auth/routes';
 import usersRoutes from './users/routes';
 import groupsRoutes from './groups/routes';
@@ -74,13 +74,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       allowedHeaders: ['content-type', 'api-key', 'api-key-secret'],
     },
   });
-  if (config.bootstrapKey) {
-    await createApiKeysRepository(app.database.db).ensureBootstrap(
-      config.bootstrapKey.apiKey,
-      config.bootstrapKey.secret,
-    );
-  }
-  await app.register(apiKeyAuth);
+  if (config.bootstrapKey) await ensureBootstrapKey(app, config.bootstrapKey);
+  await app.register(apiKeyAuth, { protectedPrefix: '/api/public' });
 
   await app.register(authRoutes, { prefix: '/api/public' });
   await app.register(usersRoutes, { prefix: '/api/public' });

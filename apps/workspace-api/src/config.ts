@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
 import {
+  databasePasswordProblem,
   passwordHashingConfig,
+  productionSecretProblem,
   passwordHashingEnv,
   serviceConfig,
   serviceEnv,
@@ -9,17 +11,40 @@ import {
   type ServiceConfig,
 } from '@platform/http-kit';
 
+/**
+ * Shortest bootstrap secret in any mode: a value this short is a typo or a word, not a secret (16
+ * random alphanumerics are ~95 bits; the secrets `keys create` makes are 32). Production asks for 32.
+ */
+export const MIN_BOOTSTRAP_SECRET_LENGTH = 16;
+
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 8080, schema: 'workspace' }),
-  BOOTSTRAP_API_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9]{1,64}$' })),
-  BOOTSTRAP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
+    default: 'development',
+    description:
+      'production (the image sets it): refuses a BOOTSTRAP_API_KEY_SECRET shorter than 32 characters or written in the repository, and such a DATABASE_URL password unless the server is private',
+  }),
+  BOOTSTRAP_API_KEY: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9]{1,64}$',
+      description: 'A Global Admin key created at start when missing (never re-enabled or changed)',
+    }),
+  ),
+  BOOTSTRAP_API_KEY_SECRET: Type.Optional(
+    Type.String({
+      minLength: MIN_BOOTSTRAP_SECRET_LENGTH,
+      description: "The bootstrap key's secret when it is created; unset: a random one, logged once",
+    }),
+  ),
   ENFORCE_PASSWORD_RULES_ON_CREATE: EnvFlag(false),
   ...passwordHashingEnv(),
 });
 
 export interface Config extends ServiceConfig {
-  bootstrapKey?: { apiKey: string; secret: string };
+  mode: 'development' | 'production' | 'test';
+  /** Created at start when missing; `secret` unset: a random one, logged once. */
+  bootstrapKey?: { apiKey: string; secret?: string };
   enforcePasswordRulesOnCreate: boolean;
   /** argon2id cost (OWASP's by default) and how many hashes run or wait at once. */
   argon2: PasswordHashingConfig;
@@ -29,12 +54,25 @@ export const BODY_LIMIT = 1024 * 1024;
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const e = parseEnv(EnvSchema, env);
+  const problems: string[] = [];
+  if (e.BOOTSTRAP_API_KEY_SECRET && !e.BOOTSTRAP_API_KEY)
+    problems.push('BOOTSTRAP_API_KEY_SECRET: set BOOTSTRAP_API_KEY too (the key this secret belongs to)');
+  if (e.NODE_ENV === 'production') {
+    const secretProblem = e.BOOTSTRAP_API_KEY_SECRET && productionSecretProblem(e.BOOTSTRAP_API_KEY_SECRET);
+    if (secretProblem)
+      problems.push(
+        `BOOTSTRAP_API_KEY_SECRET: ${secretProblem} (or leave it unset: a random one is logged once)`,
+      );
+    const databaseProblem = e.DATABASE_URL && databasePasswordProblem(e.DATABASE_URL);
+    if (databaseProblem) problems.push(`DATABASE_URL: ${databaseProblem}`);
+  }
+  if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return {
     ...serviceConfig(e),
-    bootstrapKey:
-      e.BOOTSTRAP_API_KEY && e.BOOTSTRAP_API_KEY_SECRET
-        ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
-        : undefined,
+    mode: e.NODE_ENV,
+    bootstrapKey: e.BOOTSTRAP_API_KEY
+      ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
+      : undefined,
     enforcePasswordRulesOnCreate: e.ENFORCE_PASSWORD_RULES_ON_CREATE,
     argon2: passwordHashingConfig(e),
   };

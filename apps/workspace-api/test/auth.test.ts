@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { buildApp } from '../src/app';
-import type { Permission } from '../src/auth/permissions';
+import { OPERATION_ACCESS, type Permission } from '../src/auth/permissions';
 import { loadConfig } from '../src/config';
 import { openForTheseTests } from '@platform/http-kit/testing';
 import { buildTestApp, type KeyPair } from './support/app';
@@ -229,37 +229,37 @@ describe('credentials', () => {
     );
   });
 
-  test('a restart with the bootstrap configuration re-enables and re-keys that key', async () => {
+  // Changed by #21: a restart used to re-enable and re-key the bootstrap key; it now leaves it alone.
+  test('a restart never re-enables, re-keys or re-privileges the bootstrap key', async () => {
+    const original = { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' };
     await t()
       .database.db.updateTable('api_keys')
-      .set({ enabled: false, permissions: [] })
+      .set({ enabled: false, permissions: ['Users View'], read_only: true })
       .where('api_key', '=', 'BootstrapKey')
       .execute();
     const config = loadConfig({
       LOG_LEVEL: 'silent',
       BOOTSTRAP_API_KEY: 'BootstrapKey',
-      BOOTSTRAP_API_KEY_SECRET: 'a-new-secret',
+      BOOTSTRAP_API_KEY_SECRET: 'a-new-secret-0123456789',
     });
     const restarted = await buildApp(
       { ...config, database: t().config.database },
       { database: t().database },
     );
     try {
-      const r = await restarted.inject({
-        method: 'POST',
-        url: '/api/public/get_users',
-        payload: { api_key: 'BootstrapKey', api_key_secret: 'a-new-secret' },
-      });
-      expect(r.statusCode).toBe(200);
-      expect(
-        (
-          await t().call(
-            'get_users',
-            {},
-            { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' },
-          )
-        ).statusCode,
-      ).toBe(403);
+      for (const key of [original, { ...original, api_key_secret: 'a-new-secret-0123456789' }]) {
+        const r = await restarted.inject({ method: 'POST', url: '/api/public/get_users', payload: key });
+        expect({ status: r.statusCode, body: r.json() }).toEqual({
+          status: 403,
+          body: { error_message: 'Access Denied' },
+        });
+      }
+      const row = await t()
+        .database.db.selectFrom('api_keys')
+        .selectAll()
+        .where('api_key', '=', 'BootstrapKey')
+        .executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ enabled: false, permissions: ['Users View'], read_only: true });
     } finally {
       await restarted.close();
     }
@@ -284,5 +284,56 @@ describe('credentials', () => {
   test('a key expiring in the future works', async () => {
     const key = await t().createKey(['Users View'], { expires: new Date(Date.now() + 3_600_000) });
     expect((await t().call('get_users', {}, key)).statusCode).toBe(200);
+  });
+});
+
+describe('the auth hook fails closed', () => {
+  const t = openForTheseTests(() => buildTestApp(), 60_000);
+
+  test('a route under /api/public without an access rule answers 401 Unauthorized, even to an admin', async () => {
+    // Built on the test app's schema and given the forgetful route before it is ready.
+    const app = await buildApp({ ...t().config }, { database: t().database });
+    try {
+      let ran = false;
+      await app.register(
+        async (scope) => {
+          scope.post('/forgot_its_rule', async () => {
+            ran = true;
+            return { secret: 'everything' };
+          });
+        },
+        { prefix: '/api/public' },
+      );
+      for (const payload of [{}, t().admin]) {
+        const r = await app.inject({ method: 'POST', url: '/api/public/forgot_its_rule', payload });
+        expect({ status: r.statusCode, body: r.json() }).toEqual({
+          status: 401,
+          body: { error_message: 'Unauthorized' },
+        });
+      }
+      expect(ran).toBe(false);
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('every registered /api/public route has exactly the permission of the table, and no operation is missing', () => {
+    const registered = Object.fromEntries(
+      [...t().app.guardedRoutes].filter(([route]) => !route.startsWith('HEAD ')), // Fastify's HEAD of a GET
+    );
+    const expected = Object.fromEntries(
+      Object.entries(OPERATION_ACCESS).map(([name, access]) => [`POST /api/public/${name}`, access]),
+    );
+    expected['GET /api/public/validate_credentials'] = OPERATION_ACCESS.validate_credentials;
+    expect(registered).toEqual(expected);
+    expect(Object.keys(registered)).toHaveLength(24);
+  });
+
+  test('the table grants each operation the permission the contract documents', () => {
+    // The contract's Operations table, row by row (../shared/contracts/workspace-api.md).
+    const documented = Object.fromEntries(OPERATIONS.map((o) => [o.op, [o.permission, o.writes]]));
+    expect(
+      Object.fromEntries(Object.entries(OPERATION_ACCESS).map(([op, a]) => [op, [a.permission, a.writes]])),
+    ).toEqual(documented);
   });
 });

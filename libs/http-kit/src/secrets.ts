@@ -25,3 +25,27 @@ export function productionSecretProblem(value: string): string | undefined {
     return `must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters in production (a random one: openssl rand -hex 32)`;
   return undefined;
 }
+
+/** Host names only the machine itself reaches. */
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[?::1\]?)$/i;
+
+/**
+ * Why production must refuse this database URL's password, or undefined. A password production would
+ * refuse as a secret is still allowed when the server is reachable only privately: on loopback, or
+ * under a single-label host name (a compose service such as `postgres`, which compose does not
+ * publish, or a Kubernetes service of the same namespace), where knowing it gives nothing.
+ */
+export function databasePasswordProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined; // not a URL (a key=value string): the driver reports what it cannot read
+  }
+  const password = decodeURIComponent(parsed.password);
+  if (!password) return undefined;
+  const host = parsed.hostname;
+  if (host === '' || LOOPBACK.test(host) || /^[A-Za-z0-9_-]+$/.test(host)) return undefined;
+  const problem = productionSecretProblem(password);
+  return problem && `its password (server ${host} is not private): ${problem}`;
+}

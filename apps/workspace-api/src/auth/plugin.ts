@@ -7,6 +7,13 @@ import { secretMatches, hashSecret } from './keys';
 import type { OperationAccess } from './permissions';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Every route under the protected prefix (`METHOD /path`) with its access rule (undefined: refused
+     * to everyone), as registered: what a review compares with the permission table.
+     */
+    guardedRoutes: ReadonlyMap<string, OperationAccess | undefined>;
+  }
   interface FastifyRequest {
     /** The API key that authenticated this request (Kasm operations only). */
     apiKey?: ApiKeyRow;
@@ -26,18 +33,36 @@ const bodyField = (request: FastifyRequest, name: string) => {
 // Compared against when the key is unknown, so both cases take the same time.
 const DECOY = hashSecret('decoy');
 
+export interface ApiKeyAuthOptions {
+  /** Every route under this path needs an `access` rule: one without is refused (fail closed). */
+  protectedPrefix: string;
+}
+
 /**
  * Kasm's credential check, before any validation of the operation's body: the key pair from the
  * `api-key`/`api-key-secret` headers (which win) or the body, then enabled, secret, expiry,
  * read-only and permission, with Kasm's exact statuses and messages.
  */
-export default fp(
-  async function apiKeyAuth(app) {
+export default fp<ApiKeyAuthOptions>(
+  async function apiKeyAuth(app, { protectedPrefix }) {
     const keys = createApiKeysRepository(app.database.db);
+    const prefix = protectedPrefix.endsWith('/') ? protectedPrefix : `${protectedPrefix}/`;
+    const guarded = new Map<string, OperationAccess | undefined>();
+    app.decorate('guardedRoutes', guarded);
+    app.addHook('onRoute', (route) => {
+      if (!route.url.startsWith(prefix)) return;
+      for (const method of ([] as string[]).concat(route.method))
+        guarded.set(`${method} ${route.url}`, route.config?.access);
+    });
 
     app.addHook('preValidation', async (request) => {
       const access: OperationAccess | undefined = request.routeOptions.config.access;
-      if (!access) return;
+      if (!access) {
+        // A route that forgot its rule is nobody's, not everybody's. Unmatched paths (404, no
+        // route url) keep their own answer.
+        if (request.routeOptions.url?.startsWith(prefix)) throw new Unauthorized();
+        return;
+      }
       const apiKey = header(request, 'api-key') ?? bodyField(request, 'api_key');
       const secret = header(request, 'api-key-secret') ?? bodyField(request, 'api_key_secret');
       if (!apiKey || !secret) throw new InvalidRequest();

@@ -43,22 +43,34 @@ export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
       return { row, apiKey, secret };
     },
 
-    /** The configured bootstrap key exists, enabled, Global Admin, with exactly this secret. */
-    async ensureBootstrap(apiKey: string, secret: string): Promise<void> {
-      const { salt, hash } = hashSecret(secret);
-      const values = {
-        secret_salt: salt,
-        secret_hash: hash,
-        enabled: true,
-        read_only: false,
-        expires: null,
-        permissions: ['Global Admin'],
-      };
-      await db
+    /**
+     * Creates the configured bootstrap key (Global Admin) when no key has this name, with `secret` or a
+     * random one; an existing key is returned as it is, never re-enabled, re-keyed or re-privileged
+     * (an operator may have disabled it). Several instances starting at once create it once.
+     */
+    async ensureBootstrap(
+      apiKey: string,
+      secret?: string,
+    ): Promise<{ created: true; row: ApiKeyRow; secret: string } | { created: false; row: ApiKeyRow }> {
+      const plain = secret ?? newKeyPair().secret;
+      const { salt, hash } = hashSecret(plain);
+      const inserted = await db
         .insertInto('api_keys')
-        .values({ api_key: apiKey, name: 'bootstrap', ...values })
-        .onConflict((oc) => oc.column('api_key').doUpdateSet(values))
-        .execute();
+        .values({
+          api_key: apiKey,
+          name: 'bootstrap',
+          secret_salt: salt,
+          secret_hash: hash,
+          permissions: ['Global Admin'],
+        })
+        .onConflict((oc) => oc.column('api_key').doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { created: true, row: inserted, secret: plain };
+      const { rows } = await executeCompiled<ApiKeyRow>(db, CompiledQuery.raw(FIND_BY_KEY, [apiKey]));
+      const existing = rows[0];
+      if (!existing) throw new Error(`bootstrap key ${apiKey} vanished while it was being created`);
+      return { created: false, row: existing };
     },
 
     list(): Promise<ApiKeyRow[]> {
