@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Nullable } from '@platform/schema';
 import { OperationBody } from '../kasm/operation';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kasm/paging';
+import { PageField, PageSizeField } from '../kasm/paging';
 import { IdInput, KasmId } from '../kasm/wire';
 
 /** Kasm's priority range: when group settings layer, the lower number wins. */
@@ -109,15 +109,7 @@ export type ChangeUserGroupBody = Static<typeof ChangeUserGroupBody>;
 
 export const GetUsersGroupBody = OperationBody({
   target_group: target(GroupIdTarget),
-  page: Type.Optional(
-    Nullable(Type.Integer({ description: '1-based; without it every member is returned' })),
-  ),
-  page_size: Type.Optional(
-    Nullable(
-      Type.Integer({
-        description: `1..${MAX_PAGE_SIZE}, ${DEFAULT_PAGE_SIZE} when \`page\` is given without it`,
-      }),
-    ),
-  ),
+  page: PageField,
+  page_size: PageSizeField,
 });
 export type GetUsersGroupBody = Static<typeof GetUsersGroupBody>;

@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { annotate, Nullable } from '@platform/schema';
 import { OperationBody } from '../kasm/operation';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kasm/paging';
+import { PageField, PageSizeField } from '../kasm/paging';
 import { IdInput } from '../kasm/wire';
 
 /*
@@ -42,11 +42,8 @@ const target = <T extends Record<string, TSchema>>(properties: T, description: s
   Type.Optional(Nullable(Type.Object(properties, { description })));
 
 export const GetUsersBody = Body({
-  page: optional(Type.Integer(), '1-based page; without it every user is returned'),
-  page_size: optional(
-    Type.Integer(),
-    `Users per page, 1..${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}); only used with \`page\``,
-  ),
+  page: PageField,
+  page_size: PageSizeField,
 });
 
 export const GetUserBody = Body({
