@@ -14,6 +14,40 @@ export const REPLICA_HEADER = 'x-replica';
 export const HEALTH_CHECK = { intervalMs: 1000, fastIntervalMs: 250, fall: 2, rise: 2 } as const;
 
 /**
+ * Per client address (the TCP source: HAProxy is the edge here), counted in one stick table per
+ * service. A flood from one address meets the balancer, not the service: HAProxy answers it itself,
+ * so the replicas spend nothing on it and other addresses keep their share.
+ * The defaults are far above what a classroom behind one school router needs. Connections: a browser
+ * keeps at most 6 HTTP/1.1 connections per host (an EventSource counts among them), so 30 browsers
+ * hold at most 180; 500 leaves room for a second class behind the same address and stays an eighth
+ * of `maxconn`. Requests: a panel clicked through as fast as a person can is a few requests a second;
+ * 30 of them loading at once is a few hundred in the first second. 3,000 per 10 s (300 a second
+ * sustained) is twice a room of 30 all clicking non-stop, while one script that never pauses (~4,600
+ * a second here) meets it within a second.
+ */
+export const ADDRESS_LIMITS = {
+  /** Requests per address in `windowSeconds` (sliding); above it, 429 from HAProxy. */
+  requests: 3000,
+  windowSeconds: 10,
+  /** Open connections per address; a connection beyond it is closed at once (before any request). */
+  connections: 500,
+} as const;
+
+export type AddressLimits = { requests: number; windowSeconds: number; connections: number };
+
+/**
+ * The body and headers of HAProxy's own 429: the shape Fastify answers errors in, with Retry-After
+ * (the window: a client that stops flooding is counted back under the limit within it).
+ */
+export function throttledBody(limits: AddressLimits): string {
+  return JSON.stringify({
+    statusCode: 429,
+    error: 'Too Many Requests',
+    message: `Too many requests from your address; try again in ${limits.windowSeconds} seconds.`,
+  });
+}
+
+/**
  * The HAProxy configuration of `services`: one frontend per service, round-robin over its replicas,
  * each checked on /readyz. Failed connections are retried (on another replica: `option redispatch 1`);
  * a GET or HEAD is also retried when a replica dies or drains under it (empty response, 503 from a
@@ -25,9 +59,17 @@ export const HEALTH_CHECK = { intervalMs: 1000, fastIntervalMs: 250, fall: 2, ri
  * while shutting down races with a request sent on it, which could then not be replayed safely.
  * X-Forwarded-For is set from the connecting client (one a client sends is dropped), so a service
  * trusting this proxy sees the real client address, and rate limits count per client.
+ * Each frontend limits every client address (ADDRESS_LIMITS): requests per window answered 429 by
+ * HAProxy itself, connections beyond the cap rejected before a request is read.
  */
-export function haproxyConfig(services: BalancedService[], statsPort: number): string {
+export function haproxyConfig(
+  services: BalancedService[],
+  statsPort: number,
+  limits: AddressLimits = ADDRESS_LIMITS,
+): string {
   const check = HEALTH_CHECK;
+  // HAProxy's `string` argument is one word: its quotes are the config's, so none may be inside.
+  const body = throttledBody(limits).replace(/'/g, '');
   const lines = [
     'global',
     '  maxconn 4096',
@@ -54,6 +96,12 @@ export function haproxyConfig(services: BalancedService[], statsPort: number): s
     lines.push(
       `frontend ${service.name}`,
       `  bind 127.0.0.1:${service.port}`,
+      // One entry per client address: its open connections and its request rate over the window;
+      // an address idle for two windows is forgotten. 100k entries take a few MB.
+      `  stick-table type ip size 100k expire ${limits.windowSeconds * 2}s store conn_cur,http_req_rate(${limits.windowSeconds}s)`,
+      '  tcp-request connection track-sc0 src',
+      `  tcp-request connection reject if { sc_conn_cur(0) gt ${limits.connections} }`,
+      `  http-request return status 429 content-type application/json hdr retry-after ${limits.windowSeconds} string '${body}' if { sc_http_req_rate(0) gt ${limits.requests} }`,
       '  http-request del-header x-forwarded-for',
       '  http-request disable-l7-retry unless METH_GET',
       `  default_backend ${service.name}`,

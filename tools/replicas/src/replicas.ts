@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { ensureLocalServer, localDataDir, REPOSITORY_ROOT, type LocalServer } from '@platform/db';
 import { freePort } from '@platform/db/testing';
-import { haproxyBinary, haproxyConfig, readStats, startHaproxy, type ServerStats } from './haproxy';
+import {
+  haproxyBinary,
+  haproxyConfig,
+  readStats,
+  startHaproxy,
+  type AddressLimits,
+  type ServerStats,
+} from './haproxy';
 
 export interface ReplicasOptions {
   /** Apps to run (directories of apps/); default: every app. */
@@ -18,6 +25,8 @@ export interface ReplicasOptions {
   databaseUrl?: string;
   /** Addresses every replica trusts to say who the client is (TRUST_PROXY); default: HAProxy's 127.0.0.1. */
   trustProxy?: string;
+  /** HAProxy's per-address request and connection limits; default: ADDRESS_LIMITS (src/haproxy.ts). */
+  addressLimits?: AddressLimits;
   /** Environment of every replica (and of its migration), e.g. LOG_LEVEL. */
   env?: Record<string, string>;
   /** Environment of one service's replicas, by service, e.g. its DB_SCHEMA or WRITE_RATE_LIMIT. */
@@ -157,7 +166,7 @@ export async function startReplicas(options: ReplicasOptions): Promise<ReplicaSe
     await Promise.all(started.replicas.map((replica) => waitUntilReady(replica)));
 
     const statsPort = ports.pop()!;
-    const config = haproxyConfig(layout, statsPort);
+    const config = haproxyConfig(layout, statsPort, options.addressLimits);
     started.dir = mkdtempSync(join(tmpdir(), 'platform-replicas-'));
     const configFile = join(started.dir, 'haproxy.cfg');
     writeFileSync(configFile, config);

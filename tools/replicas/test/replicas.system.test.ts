@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { testDatabase, testDatabaseUrl, type TestDatabase } from '@platform/db/testing';
+import { ADDRESS_LIMITS, REPLICA_HEADER } from '../src/haproxy';
 import { SHUTDOWN_DRAIN_MS, startReplicas, type ReplicaSet } from '../src/replicas';
 import { Clients, type Outcome, type RequestSpec } from './support/client';
 
@@ -42,6 +44,10 @@ const ADDRESS = {
   microblogFlooder: '127.0.3.1',
   loginGuesser: '127.0.3.2',
   owner: '127.0.3.3',
+  /** Floods the balancer (requests, then connections); the bystander is served meanwhile. */
+  balancerFlooder: '127.0.4.1',
+  connectionHoarder: '127.0.4.2',
+  bystander: '127.0.0.2',
   /** Load writes to microblog rotate over 100 addresses, each well under its write limit. */
   microblogWriter: (n: number) => `127.0.2.${1 + (n % 100)}`,
 };
@@ -365,6 +371,85 @@ describe(`${REPLICAS} replicas of each service behind HAProxy`, () => {
       'workspace-api': acked['workspace-api'].filter((id) => !userIds.has(id)),
     };
   }
+
+  // HAProxy's own per-address limits, at their shipped defaults (ADDRESS_LIMITS): the flood is
+  // answered by the balancer (no replica header), and another address is served all along.
+  test('a one-address flood meets HAProxy: 429 with Retry-After and a JSON body past the request rate, connections past the cap refused; another address is served', async () => {
+    const service = 'microblog-api' as const;
+    const health = { service, kind: 'flood', method: 'GET', path: '/healthz' } as const;
+    const flood: Outcome[] = [];
+    let stopped = false;
+    const deadline = Date.now() + 60_000;
+    // 32 clients that never pause, all from one address, until the balancer refuses them.
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (!stopped && Date.now() < deadline) {
+          const outcome = await send(ADDRESS.balancerFlooder, health);
+          flood.push(outcome);
+          if (outcome.status === 429) stopped = true;
+        }
+      }),
+    );
+    const served = flood.filter((o) => o.status === 200);
+    const throttled = flood.filter((o) => o.status === 429);
+    summary.push(
+      `  balancer flood: ${served.length} served, then 429 after ${flood.at(-1)!.end - flood[0].start} ms`,
+    );
+    expect(throttled.length).toBeGreaterThan(0);
+    expect(flood.filter(failed)).toEqual([]);
+    // The whole budget of the window was served first (a classroom's worth), by the replicas.
+    expect(served.length).toBeGreaterThanOrEqual(ADDRESS_LIMITS.requests * 0.95);
+    expect(served.every((o) => o.replica)).toBe(true);
+    // The refusal is HAProxy's own: no replica saw it.
+    for (const refused of throttled) {
+      expect(refused.headers?.[REPLICA_HEADER]).toBeUndefined();
+      expect(refused.headers?.['content-type']).toBe('application/json');
+      expect(refused.headers?.['retry-after']).toBe(String(ADDRESS_LIMITS.windowSeconds));
+      expect(refused.body).toMatchObject({ statusCode: 429, error: 'Too Many Requests' });
+    }
+    // Still refused while it keeps going; another address (127.0.0.2) is served at once.
+    expect((await send(ADDRESS.balancerFlooder, health)).status).toBe(429);
+    const bystander = await send(ADDRESS.bystander, health);
+    expect(bystander.status).toBe(200);
+    expect(bystander.replica).toBeDefined();
+
+    // Connections: one address opens more than the cap; those past it are closed by HAProxy before
+    // any request, while the bystander connects and is served.
+    const { port } = new URL(set.service(service).url);
+    const sockets: { socket: Socket; closed: boolean }[] = [];
+    try {
+      await Promise.all(
+        Array.from(
+          { length: ADDRESS_LIMITS.connections + 20 },
+          () =>
+            new Promise<void>((resolve) => {
+              const entry = {
+                socket: connect({
+                  host: '127.0.0.1',
+                  port: Number(port),
+                  localAddress: ADDRESS.connectionHoarder,
+                }),
+                closed: false,
+              };
+              sockets.push(entry);
+              entry.socket.on('connect', () => resolve());
+              entry.socket.on('error', () => resolve());
+              entry.socket.on('close', () => {
+                entry.closed = true;
+                resolve();
+              });
+            }),
+        ),
+      );
+      const settled = Date.now() + 5_000;
+      while (sockets.filter((s) => s.closed).length < 20 && Date.now() < settled) await delay(50);
+      expect(sockets.filter((s) => !s.closed)).toHaveLength(ADDRESS_LIMITS.connections);
+      const served = await send(ADDRESS.bystander, health);
+      expect(served.status).toBe(200);
+    } finally {
+      for (const { socket } of sockets) socket.destroy();
+    }
+  }, 90_000);
 
   test('steady mixed load through a SIGKILL and a SIGTERM: only writes in flight at the kill fail, nothing acknowledged is lost', async () => {
     // Social users and their tokens, one per load worker.
