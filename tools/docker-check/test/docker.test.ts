@@ -735,10 +735,14 @@ describe('docker-compose.yml', () => {
       expect(exposed).toContain(expected.port);
     });
 
-    it('publishes its port on a host port an environment variable can move (the compose test does)', () => {
+    it('publishes its port on 127.0.0.1 (PUBLISH_ADDRESS opens it wider) and a host port a variable can move', () => {
       const raw = ((service.ports as unknown[]) ?? []).map(String);
       expect(raw).toEqual([
-        expect.stringMatching(new RegExp(`^\\$\\{[A-Z]+_PORT:-${expected.port}\\}:${expected.port}$`)),
+        expect.stringMatching(
+          new RegExp(
+            `^\\$\\{PUBLISH_ADDRESS:-127\\.0\\.0\\.1\\}:\\$\\{[A-Z]+_PORT:-${expected.port}\\}:${expected.port}$`,
+          ),
+        ),
       ]);
     });
 
@@ -770,21 +774,74 @@ describe('docker-compose.yml', () => {
     });
   });
 
-  it("gives workspace-api a bootstrap admin key pair its configuration accepts (the README's curl examples use it)", () => {
-    const env = envOf(services['workspace-api'] ?? {});
-    expect(env.BOOTSTRAP_API_KEY).toMatch(/^[A-Za-z0-9]{1,64}$/);
-    expect(env.BOOTSTRAP_API_KEY_SECRET).toEqual(expect.stringMatching(/^\S+$/));
-    const readme = read('README.md');
-    expect(readme).toContain(
-      `"api_key":"${env.BOOTSTRAP_API_KEY}","api_key_secret":"${env.BOOTSTRAP_API_KEY_SECRET}"`,
+  it('publishes no port beyond 127.0.0.1 by default, and postgres not at all', () => {
+    const published = Object.entries(services).flatMap(([name, service]) =>
+      ((service.ports as unknown[]) ?? []).map((p) => {
+        // host address, host port, container port: a mapping without an address binds every interface.
+        const parts = interpolate(String(p)).split(':');
+        return { name, address: parts.length === 3 ? parts[0] : '0.0.0.0 (no address)' };
+      }),
     );
+    expect(published.length).toBe(APPS.length);
+    expect(published.filter((p) => p.address !== '127.0.0.1')).toEqual([]);
+    expect(postgres?.ports).toBeUndefined();
+    expect(postgres?.expose).toBeUndefined();
+    // The variable that opens them is documented where compose is.
+    expect(read('README.md')).toContain('PUBLISH_ADDRESS');
   });
 
-  it('gives social-api (production mode in the image) a SECRET_KEY its production check accepts', () => {
-    const env = envOf(services['social-api'] ?? {});
-    // `${VAR:-default}`: the default is what a plain `docker compose up` runs with.
-    const value = String(env.SECRET_KEY ?? '').replace(/^\$\{[A-Z_]+:-(.*)\}$/, '$1');
-    expect(value.length).toBeGreaterThanOrEqual(32);
+  /** A service's environment as compose makes it from these host variables (the image adds NODE_ENV). */
+  const composeEnv = (app: string, vars: Record<string, string>) =>
+    Object.fromEntries(
+      Object.entries(((services[app]?.environment ?? {}) as Dict) ?? {}).map(([k, v]) => [
+        k,
+        String(v ?? '').replace(
+          /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}/g,
+          (_m, name: string, fallback?: string) => vars[name] || (fallback ?? ''),
+        ),
+      ]),
+    );
+  const IMAGE_ENV = { NODE_ENV: 'production', LOG_LEVEL: 'silent' };
+  const workspaceConfig = async () =>
+    (await import(join(ROOT, 'apps/workspace-api/src/config'))) as {
+      loadConfig(env: Record<string, string>): { bootstrapKey?: { apiKey: string; secret?: string } };
+    };
+
+  it('ships no workspace bootstrap secret: by default the key is created with a generated one', async () => {
+    const env = envOf(services['workspace-api'] ?? {});
+    expect(env.BOOTSTRAP_API_KEY).toMatch(/^[A-Za-z0-9]{1,64}$/);
+    expect(env.BOOTSTRAP_API_KEY_SECRET ?? '').toBe('');
+    const { loadConfig } = await workspaceConfig();
+    expect(loadConfig({ ...composeEnv('workspace-api', {}), ...IMAGE_ENV }).bootstrapKey).toEqual({
+      apiKey: env.BOOTSTRAP_API_KEY,
+      secret: undefined,
+    });
+    // The README says where the printed secret is.
+    expect(read('README.md')).toContain('docker compose logs workspace-api');
+  });
+
+  it('runs workspace-api in production mode (the image), which refuses the old public bootstrap secret', async () => {
+    const { loadConfig } = await workspaceConfig();
+    expect(() =>
+      loadConfig({
+        ...composeEnv('workspace-api', {
+          WORKSPACE_BOOTSTRAP_API_KEY_SECRET: 'local-admin-secret-change-me-0001',
+        }),
+        ...IMAGE_ENV,
+      }),
+    ).toThrow(/BOOTSTRAP_API_KEY_SECRET: this value is written in the repository/);
+  });
+
+  it('ships no social-api SECRET_KEY: unset, one is generated into a volume of its own on first start', () => {
+    const service = services['social-api'] ?? {};
+    expect(envOf(service).SECRET_KEY ?? '').toBe('');
+    const command = ((service.command as string[]) ?? []).join(' ');
+    expect(command).toMatch(/randomBytes\(32\)/);
+    expect(command).toMatch(/exec node apps\/\$\$SERVICE\/dist\/main\.js/);
+    const mounts = ((service.volumes as string[]) ?? []).map((v) => v.split(':'));
+    expect(mounts).toEqual([['social-secrets', '/home/node']]);
+    expect(command).toContain('/home/node/');
+    expect(Object.keys((doc.volumes ?? {}) as Dict)).toContain('social-secrets');
   });
 
   it('gives every service that uses the database a distinct schema', () => {
