@@ -23,7 +23,38 @@ import {
  */
 
 /** Exactly what an overlay deploys; a Secret is never among them (it is created outside git). */
-const KINDS = ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Job', 'PodDisruptionBudget', 'Service'];
+const KINDS = [
+  'ConfigMap',
+  'Deployment',
+  'HorizontalPodAutoscaler',
+  'Ingress',
+  'Job',
+  'NetworkPolicy',
+  'PodDisruptionBudget',
+  'Service',
+];
+
+/** Where the NetworkPolicy lets each service's pods connect (port/protocol), beyond which nothing. */
+const EGRESS: Record<string, string[]> = {
+  // DNS, PostgreSQL, Redis.
+  default: ['53/TCP', '53/UDP', '5432/TCP', '6379/TCP'],
+  // And the OAuth2 providers (HTTPS) and the mail server (SMTP submission).
+  'social-api': ['443/TCP', '465/TCP', '53/TCP', '53/UDP', '5432/TCP', '587/TCP', '6379/TCP'],
+};
+
+/** The ingress controller's namespace (ingress-nginx's default). */
+const INGRESS_NAMESPACE = 'ingress-nginx';
+
+interface NetworkPolicyPeer {
+  namespaceSelector?: { matchLabels?: Record<string, string> };
+  podSelector?: unknown;
+  ipBlock?: unknown;
+}
+interface NetworkPolicyRule {
+  from?: NetworkPolicyPeer[];
+  to?: NetworkPolicyPeer[];
+  ports?: { port?: number | string; protocol?: string }[];
+}
 
 interface Container {
   name: string;
@@ -283,7 +314,8 @@ describe.each(SERVICES)('%s', (service) => {
   test("replicas never migrate; the Job runs the service's migrate command with the same image and config", () => {
     expect(server.env?.find((e) => e.name === 'MIGRATE_ON_START')?.value).toBe('false');
     expect(migrator.image).toBe(server.image);
-    expect(server.image).toMatch(new RegExp(`/${service}:[\\w.-]+$`));
+    // By digest, never by a tag that moves (the README says how to find it).
+    expect(server.image).toMatch(new RegExp(`/${service}@sha256:[0-9a-f]{64}$`));
     expect(migrator.envFrom).toEqual(server.envFrom);
     expect(migrator.env?.filter((e) => e.valueFrom)).toEqual(server.env?.filter((e) => e.valueFrom));
 
@@ -332,6 +364,96 @@ describe.each(SERVICES)('%s', (service) => {
           expect(volume?.emptyDir ?? (mount.readOnly ? {} : undefined)).toBeDefined();
         }
       }
+    }
+  });
+
+  test("network: default deny; in only from the ingress controller's namespace to the http port, out only to DNS, PostgreSQL, Redis", () => {
+    const policy = only(objects, 'NetworkPolicy');
+    expect(policy.metadata.name).toBe(service);
+    expect([...policy.spec.policyTypes].sort()).toEqual(['Egress', 'Ingress']);
+    // This service's pods, replicas and migration alike; never an empty selector (every pod of the namespace).
+    const selector = policy.spec.podSelector.matchLabels ?? {};
+    expect(selects(selector, podLabels(deployment))).toBe(true);
+    expect(selects(selector, podLabels(job))).toBe(true);
+    expect(policy.spec.podSelector.matchExpressions).toBeUndefined();
+
+    const ingress = policy.spec.ingress as NetworkPolicyRule[];
+    expect(ingress).toHaveLength(1);
+    expect(ingress[0].from).toEqual([
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': INGRESS_NAMESPACE } } },
+    ]);
+    expect(ingress[0].ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    expect(server.ports?.map((p) => p.name)).toEqual(['http']);
+
+    // Every egress rule names its ports (a rule without them would open every port); DNS only to kube-system.
+    const egress = policy.spec.egress as NetworkPolicyRule[];
+    expect(egress.filter((rule) => !rule.ports?.length)).toEqual([]);
+    const allowed = egress.flatMap((rule) => rule.ports!.map((p) => `${p.port}/${p.protocol ?? 'TCP'}`));
+    expect(allowed.sort()).toEqual(EGRESS[service] ?? EGRESS.default);
+    for (const rule of egress.filter((r) => r.ports!.some((p) => p.port === 53))) {
+      expect(rule.to).toEqual([
+        { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } },
+      ]);
+    }
+  });
+
+  test('ingress: through ingress-nginx to the Service, limiting each client address far above a classroom', () => {
+    const ingressObject = only(objects, 'Ingress');
+    const service_ = only(objects, 'Service');
+    expect(ingressObject.spec.ingressClassName).toBe('nginx');
+    const backends = ingressObject.spec.rules.flatMap((rule: { http: { paths: { backend: unknown }[] } }) =>
+      rule.http.paths.map((path) => path.backend),
+    );
+    expect(backends).toEqual([{ service: { name: service_.metadata.name, port: { name: 'http' } } }]);
+    expect(service_.spec.ports[0].name).toBe('http');
+    // ingress-nginx's per-address limits (README: why these numbers, and the 429 status setting).
+    const annotations =
+      (ingressObject.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    const rps = Number(annotations['nginx.ingress.kubernetes.io/limit-rps']);
+    const connections = Number(annotations['nginx.ingress.kubernetes.io/limit-connections']);
+    // 30 browsers behind one router: at most 6 connections each, a few requests a second each.
+    expect(connections).toBeGreaterThanOrEqual(30 * 6 * 2);
+    expect(rps).toBeGreaterThanOrEqual(30 * 5);
+    expect(README).toContain('nginx.ingress.kubernetes.io/limit-rps');
+    expect(README).toContain('nginx.ingress.kubernetes.io/limit-connections');
+    expect(README).toContain('limit-req-status-code');
+  });
+
+  test("TRUST_PROXY names the ingress controller's network: behind it each client keeps its own address", async () => {
+    const { loadConfig } = await configOf(service);
+    const config = loadConfig({ ...containerEnv(objects, server), LOG_LEVEL: 'silent' }) as unknown as {
+      trustProxy: boolean | string;
+    };
+    // A network (CIDR), never `true` (anyone could name their address) nor `false` (everyone one address).
+    expect(typeof config.trustProxy).toBe('string');
+    const cidr = String(config.trustProxy);
+    expect(cidr).toMatch(/^\d+\.\d+\.\d+\.\d+\/\d+$/);
+    expect(README).toContain(`TRUST_PROXY=${cidr}`);
+
+    // The services' own server options (the same as production): a request from a controller pod in
+    // that network carries the client's address; one from elsewhere cannot claim another.
+    const { serverOptions } = (await import(join(ROOT, 'libs', 'http-kit', 'src'))) as {
+      serverOptions(input: { trustProxy: boolean | string; logLevel: string }): object;
+    };
+    const { default: fastify } = (await import('fastify')) as unknown as {
+      default: (options: object) => {
+        get(path: string, handler: (request: { ip: string }) => unknown): void;
+        inject(options: object): Promise<{ json(): { ip: string } }>;
+        close(): Promise<unknown>;
+      };
+    };
+    const app = fastify(serverOptions({ trustProxy: config.trustProxy, logLevel: 'silent' }));
+    app.get('/ip', (request) => ({ ip: request.ip }));
+    try {
+      const [a, b, c, d] = cidr.split('/')[0].split('.').map(Number);
+      const controllerPod = `${a}.${b}.${c + 1}.${d + 7}`;
+      const client = '203.0.113.7';
+      const seen = async (remoteAddress: string) =>
+        (await app.inject({ url: '/ip', remoteAddress, headers: { 'x-forwarded-for': client } })).json().ip;
+      expect(await seen(controllerPod)).toBe(client);
+      expect(await seen('192.0.2.1')).toBe('192.0.2.1');
+    } finally {
+      await app.close();
     }
   });
 
