@@ -17,6 +17,7 @@ export const MIN_PRODUCTION_SECRET_LENGTH = 32;
 function loginLimitsEnv() {
   const perWindow = (defaultMax: number, what: string) =>
     Type.Integer({ minimum: 1, maximum: 1_000_000, default: defaultMax, description: what });
+  const unlessSet = (what: string) => Type.Integer({ minimum: 1, maximum: 1_000_000, description: what });
   return {
     LOGIN_FAILURES_PER_ADDRESS: perWindow(
       30,
@@ -26,12 +27,46 @@ function loginLimitsEnv() {
       10,
       'Failed logins per account from one address per LOGIN_WINDOW_SECONDS (other addresses, and so the owner, are not locked out)',
     ),
-    LOGIN_WINDOW_SECONDS: perWindow(300, 'Window of the login limits'),
-    REGISTRATIONS_PER_ADDRESS: perWindow(20, 'New accounts (POST /api/users) per client address per hour'),
-    RESETS_PER_ADDRESS: perWindow(10, 'Reset requests (POST /api/tokens/reset) per client address per hour'),
-    RESETS_PER_EMAIL: perWindow(3, 'Reset mails to one address per hour'),
+    LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE: perWindow(
+      50,
+      'Failed logins per account from all addresses together per hour; beyond it, an address that has itself failed for the account waits 1 s, doubling with each further failure (a clean address, so the owner, is still checked at once)',
+    ),
+    LOGIN_WINDOW_SECONDS: perWindow(
+      300,
+      'Window of the login limits, and the first lockout; each lockout in a row doubles it',
+    ),
+    LOGIN_MAX_WAIT_SECONDS: perWindow(3600, 'Longest wait a login limit imposes (the cap of the doubling)'),
+    // Off in development/test unless set (a client's test suite registers its own users); on in production.
+    REGISTRATIONS_PER_ADDRESS: Type.Optional(
+      unlessSet(
+        'New accounts (POST /api/users) per client address per hour; default: 20 in production, off otherwise',
+      ),
+    ),
+    RESETS_PER_ADDRESS: Type.Optional(
+      unlessSet(
+        'Reset requests (POST /api/tokens/reset) per client address per hour; default: 10 in production, off otherwise',
+      ),
+    ),
+    RESETS_PER_EMAIL: Type.Optional(
+      unlessSet('Reset mails to one address per hour; default: 3 in production, off otherwise'),
+    ),
+    TOKEN_PRUNE_SECONDS: perWindow(
+      60,
+      'How often token pairs whose refresh ended more than a day ago are deleted (also at each login)',
+    ),
+    TOKEN_PRUNE_BATCH: perWindow(
+      1000,
+      'Rows one prune statement deletes; a run repeats while batches come back full, at most 10 (bounded work per run)',
+    ),
   };
 }
+
+/** The registration and reset-request limits production mode applies when their variable is unset. */
+export const PRODUCTION_FORM_LIMITS = {
+  registrationsPerAddress: 20,
+  resetsPerAddress: 10,
+  resetsPerEmail: 3,
+};
 
 /** The service's environment, one schema: names and defaults are the Flask backend's. */
 export const EnvSchema = Type.Object({
@@ -129,15 +164,19 @@ export interface Config extends ServiceConfig {
   };
   oauth2: { redirectUri: string; providers: Record<string, OAuth2Provider> };
   passwordHashing: PasswordHashingConfig;
-  /** Counts per window; see `loginLimitsEnv`. */
+  /** Counts per window; see `loginLimitsEnv`. Undefined: that limit is off. */
   limits: {
     loginFailuresPerAddress: number;
     loginFailuresPerAccount: number;
-    loginWindowMs: number;
-    registrationsPerAddress: number;
-    resetsPerAddress: number;
-    resetsPerEmail: number;
+    loginFailuresPerAccountAnywhere: number;
+    loginWindowSeconds: number;
+    loginMaxWaitSeconds: number;
+    registrationsPerAddress: number | undefined;
+    resetsPerAddress: number | undefined;
+    resetsPerEmail: number | undefined;
   };
+  /** Ended token pairs are deleted every `intervalMs`, at most `batch` rows a statement. */
+  tokenPrune: { intervalMs: number; batch: number };
 }
 
 export const BODY_LIMIT = 64 * 1024;
@@ -175,6 +214,20 @@ function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Reco
     }
   }
   return providers;
+}
+
+/** Registration and reset-request limits: as set, else production's defaults in production, else off. */
+function formLimits(
+  e: Pick<Static<typeof EnvSchema>, 'REGISTRATIONS_PER_ADDRESS' | 'RESETS_PER_ADDRESS' | 'RESETS_PER_EMAIL'>,
+  mode: Config['mode'],
+): Pick<Config['limits'], keyof typeof PRODUCTION_FORM_LIMITS> {
+  const byDefault = (key: keyof typeof PRODUCTION_FORM_LIMITS) =>
+    mode === 'production' ? PRODUCTION_FORM_LIMITS[key] : undefined;
+  return {
+    registrationsPerAddress: e.REGISTRATIONS_PER_ADDRESS ?? byDefault('registrationsPerAddress'),
+    resetsPerAddress: e.RESETS_PER_ADDRESS ?? byDefault('resetsPerAddress'),
+    resetsPerEmail: e.RESETS_PER_EMAIL ?? byDefault('resetsPerEmail'),
+  };
 }
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -222,13 +275,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     oauth2: { redirectUri: e.OAUTH2_REDIRECT_URI, providers: oauth2Providers(e) },
     passwordHashing: passwordHashingConfig(e),
+    tokenPrune: { intervalMs: e.TOKEN_PRUNE_SECONDS * 1000, batch: e.TOKEN_PRUNE_BATCH },
     limits: {
       loginFailuresPerAddress: e.LOGIN_FAILURES_PER_ADDRESS,
       loginFailuresPerAccount: e.LOGIN_FAILURES_PER_ACCOUNT,
-      loginWindowMs: e.LOGIN_WINDOW_SECONDS * 1000,
-      registrationsPerAddress: e.REGISTRATIONS_PER_ADDRESS,
-      resetsPerAddress: e.RESETS_PER_ADDRESS,
-      resetsPerEmail: e.RESETS_PER_EMAIL,
+      loginFailuresPerAccountAnywhere: e.LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE,
+      loginWindowSeconds: e.LOGIN_WINDOW_SECONDS,
+      loginMaxWaitSeconds: Math.max(e.LOGIN_MAX_WAIT_SECONDS, e.LOGIN_WINDOW_SECONDS),
+      ...formLimits(e, mode),
     },
   };
 }

@@ -4,6 +4,8 @@ import {
   createError,
   reasonPhrase,
   type AjvError,
+  errorResponses,
+  RequestValidationError,
   type ErrorDialect,
   type ValidationLocation,
 } from '@platform/http-kit';
@@ -33,6 +35,7 @@ export const Forbidden = E(
 const NOT_FOUND_DESCRIPTION =
   'The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.';
 export const NotFound = E('NOT_FOUND', NOT_FOUND_DESCRIPTION, 404);
+const TOO_MANY_REQUESTS_DESCRIPTION = 'This user has exceeded an allotted request count. Try again later.';
 
 /**
  * Werkzeug's texts for the statuses Flask answers itself, whatever the cause: an unknown path and a
@@ -41,6 +44,7 @@ export const NotFound = E('NOT_FOUND', NOT_FOUND_DESCRIPTION, 404);
 const WERKZEUG_DESCRIPTIONS: Partial<Record<number, string>> = {
   404: NOT_FOUND_DESCRIPTION,
   405: 'The method is not allowed for the requested URL.',
+  429: TOO_MANY_REQUESTS_DESCRIPTION,
 };
 export const Conflict = E(
   'CONFLICT',
@@ -49,11 +53,40 @@ export const Conflict = E(
 );
 
 /** Werkzeug's TooManyRequests text (what Flask-Limiter answers); `Retry-After` says when to come back. */
-export const TooManyRequests = E(
-  'TOO_MANY_REQUESTS',
-  'This user has exceeded an allotted request count. Try again later.',
-  429,
-);
+export const TooManyRequests = E('TOO_MANY_REQUESTS', TOO_MANY_REQUESTS_DESCRIPTION, 429);
+
+/** "5 minutes", "1 second": a wait in the largest whole unit a person reads at a glance (rounded up). */
+export function waitInWords(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  const [amount, unit] =
+    s < 120 ? [s, 'second'] : s < 7200 ? [Math.ceil(s / 60), 'minute'] : [Math.ceil(s / 3600), 'hour'];
+  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
+}
+
+/**
+ * A throttled form: 429 (the caller sets `Retry-After`) with the werkzeug body, plus
+ * `errors.json.<field>`: one sentence saying when to try again, so a client written for the Flask
+ * backend's validation errors (react-microblog reads only those) shows it beside the form's field.
+ */
+export function throttled(field: string, what: string, retryAfterSeconds: number) {
+  return new RequestValidationError(
+    [{ field, message: `${what}: try again in ${waitInWords(retryAfterSeconds)}.` }],
+    'body',
+    429,
+  );
+}
+
+/**
+ * A reset link that cannot be used (spent, expired, tampered with): a validation error on `token`,
+ * so react-microblog shows its own "could not be reset" message and sends the user to request a new link.
+ */
+export const invalidResetToken = () =>
+  new RequestValidationError([
+    {
+      field: 'token',
+      message: 'This reset link is invalid, expired or already used. Request a new one.',
+    },
+  ]);
 
 /** The `WWW-Authenticate` challenges: Bearer for token endpoints, `Form` (no browser prompt) for logins. */
 export const BEARER_CHALLENGE = 'Bearer realm="Authentication Required"';
@@ -195,12 +228,39 @@ export const socialDialect: ErrorDialect = {
     // A Map, not an object literal: a field may be named `constructor` or `toString`.
     const byField = new Map<string, string[]>();
     for (const f of p.fields) byField.set(f.field, [...(byField.get(f.field) ?? []), f.message]);
+    // A throttled form (429) keeps its status's words and also carries the field's sentence.
+    const validation = p.status === 400;
     return {
       code: p.status,
-      message: 'Validation Error',
-      description: 'The server found one or more errors in the information that you sent.',
+      message: validation ? 'Validation Error' : reasonPhrase(p.status),
+      description: validation
+        ? 'The server found one or more errors in the information that you sent.'
+        : (WERKZEUG_DESCRIPTIONS[p.status] ?? p.detail),
       errors: { [LOCATIONS[p.location ?? 'body']]: Object.fromEntries(byField) },
     };
   },
   describeValidation: describeMarshmallow,
+};
+
+/**
+ * The OpenAPI answer of a throttled form: 429 with `Retry-After`, the werkzeug body and the sentence
+ * on `errors.json.<field>` (see `throttled`).
+ */
+export const throttledResponse = (field: string) => ({
+  429: {
+    ...(errorResponses(socialDialect, [429])[429] as object),
+    description:
+      `Too Many Requests: \`Retry-After\` gives the seconds to wait, and \`errors.json.${field}\` says when to try again ` +
+      'in one sentence (the validation-error shape, so clients written for the Flask backend show it beside the form)',
+  },
+});
+
+/** The OpenAPI answer of PUT /api/tokens/reset's 400: a spent, expired or tampered link is `errors.json.token`. */
+export const resetTokenResponse = {
+  400: {
+    ...(errorResponses(socialDialect, [400])[400] as object),
+    description:
+      'Validation Error: a bad `new_password` is `errors.json.new_password`; a reset link that is invalid, expired or already used ' +
+      'is `errors.json.token` (request a new link); a malformed body is a 400 without `errors`',
+  },
 };

@@ -267,8 +267,14 @@ describe('password reset by email (SMTP)', () => {
 
     const again = await reset(token, 'third-secret');
     expect(again.statusCode).toBe(400);
-    expect(again.json()).toMatchObject({ code: 400, message: 'Bad Request' });
-    expect(again.json()).not.toHaveProperty('errors');
+    // #21: a validation error on `token`, so react-microblog shows its own message instead of throwing.
+    expect(again.json()).toMatchObject({
+      code: 400,
+      message: 'Validation Error',
+      errors: {
+        json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
+      },
+    });
     expect((await t.login(user.username, 'new-secret')).statusCode).toBe(200);
     expect((await t.login(user.username, 'third-secret')).statusCode).toBe(401);
   });
@@ -285,12 +291,17 @@ describe('password reset by email (SMTP)', () => {
     expect((await t.as(fresh, { url: '/api/me' })).json().username).toBe(user.username);
   });
 
-  test('a garbage token, or one signed with another SECRET_KEY: 400 without errors, nothing changes', async () => {
+  test('a garbage token, or one signed with another SECRET_KEY: 400 on errors.json.token, nothing changes', async () => {
     const user = await newUser({ password: 'keep-me' });
     const garbage = await reset('this-is-not-a-token', 'changed');
     expect(garbage.statusCode).toBe(400);
-    expect(garbage.json()).toMatchObject({ code: 400, message: 'Bad Request' });
-    expect(garbage.json()).not.toHaveProperty('errors');
+    expect(garbage.json()).toMatchObject({
+      code: 400,
+      message: 'Validation Error',
+      errors: {
+        json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
+      },
+    });
 
     // Everything right (email, fingerprint of the current password, expiry) except the key.
     const row = await t.storedUser(user.id);
@@ -301,7 +312,9 @@ describe('password reset by email (SMTP)', () => {
     );
     const foreign = await reset(forged, 'changed');
     expect(foreign.statusCode).toBe(400);
-    expect(foreign.json()).not.toHaveProperty('errors');
+    expect(foreign.json().errors).toEqual({
+      json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
+    });
 
     // The same token made with the app's own key would have worked: the key is what failed.
     const genuine = createJwt(t.config.secretKey).resetToken(
@@ -435,7 +448,9 @@ describe('password reset by email (SMTP)', () => {
     t.clock.advance(6_000);
     const expired = await reset(lateToken, 'too-late');
     expect(expired.statusCode).toBe(400);
-    expect(expired.json()).not.toHaveProperty('errors');
+    expect(expired.json().errors).toEqual({
+      json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
+    });
     expect((await t.login(late.username, 'keep-me')).statusCode).toBe(200);
     expect((await t.login(early.username, 'in-time')).statusCode).toBe(200);
   });

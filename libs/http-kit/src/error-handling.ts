@@ -41,7 +41,12 @@ export function toProblem(error: unknown, options: ErrorHandlingOptions): Proble
     validationContext?: ValidationLocation;
   };
   if (error instanceof RequestValidationError) {
-    return { status: 400, detail: error.message, fields: error.fields, location: error.location };
+    return {
+      status: error.statusCode,
+      detail: error.message,
+      fields: error.fields,
+      location: error.location,
+    };
   }
   if (Array.isArray(e.validation)) {
     const location = e.validationContext ?? 'body';

@@ -3,13 +3,17 @@ import type { FieldError } from '@platform/schema';
 
 export { createError };
 
-/** A 400 raised by a handler for a rule the schema cannot express; formatted like schema failures. */
+/**
+ * A 400 raised by a handler for a rule the schema cannot express; formatted like schema failures.
+ * Another 4xx `statusCode` (e.g. 429) keeps that status and still carries the per-field messages, for
+ * clients that show only field errors.
+ */
 export class RequestValidationError extends Error {
-  readonly statusCode = 400;
   readonly code = 'VALIDATION_FAILED';
   constructor(
     readonly fields: FieldError[],
     readonly location: 'body' | 'querystring' | 'params' | 'headers' = 'body',
+    readonly statusCode: number = 400,
   ) {
     super(fields.map((f) => f.message).join('; '));
     this.name = 'RequestValidationError';

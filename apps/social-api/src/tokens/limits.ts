@@ -1,100 +1,231 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HashPriority } from '@platform/http-kit';
-import { TooManyRequests } from '../errors';
+import { Redis } from 'ioredis';
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+import { throttled } from '../errors';
 import type { Config } from '../config';
 
-const HOUR_MS = 3_600_000;
+const HOUR_S = 3600;
+/** How long lockouts in a row are remembered (each doubles the next one's wait). */
+const STRIKE_MEMORY_S = 24 * HOUR_S;
+/** The first delay of an address failing for an account that failed too often from everywhere. */
+const FIRST_SPREAD_DELAY_S = 1;
 
-/** One limit: `allow` counts an attempt, `peek` only looks, `spend` counts one that was made. */
-function limiter(
-  app: FastifyInstance,
-  max: number,
-  timeWindow: number,
-  key: (request: FastifyRequest) => string,
-) {
-  // continueExceeding: while a client keeps trying over the limit the window restarts, so its wait
-  // grows with its persistence; one that stops is free again one window later (never a hard lock).
-  // (`continueExceeding` is a plugin option the limiter honours; its type omits it for createRateLimit.)
-  const options = { max, timeWindow, keyGenerator: key, continueExceeding: true };
-  const check = app.createRateLimit(options);
-  return {
-    /** Counts this attempt; throws a 429 (with Retry-After) when it is over the limit. */
-    async allow(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-      const state = await check(request);
-      if (!state.isAllowed && state.isExceeded) throw refuse(reply, state.ttlInSeconds);
-    },
-    /**
-     * Throws a 429 when the limit is already reached, counting the refused attempt; counts nothing
-     * otherwise. Whether anything was counted in the window (a clean client's checks go first).
-     */
-    async peek(request: FastifyRequest, reply: FastifyReply): Promise<{ clean: boolean }> {
-      const state = await check(request, { increment: false });
-      if (state.isAllowed) return { clean: true };
-      if (state.remaining <= 0) {
-        const counted = await check(request);
-        throw refuse(reply, counted.isAllowed ? 1 : counted.ttlInSeconds);
-      }
-      return { clean: state.remaining >= max };
-    },
-    /** Counts a failed attempt. */
-    async spend(request: FastifyRequest): Promise<void> {
-      await check(request);
-    },
+/**
+ * Counters on rate-limiter-flexible: in Redis with REDIS_URL (shared by every replica; while Redis
+ * cannot be reached each process counts alone, as its insurance limiter), in the process otherwise.
+ * Consuming is one atomic step (Redis INCR), so concurrent attempts each get their own number.
+ */
+function counterMaker(app: FastifyInstance) {
+  const redisUrl = app.config.redisUrl;
+  let redis: Redis | undefined;
+  if (redisUrl) {
+    redis = new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500 });
+    let lastWarning = 0;
+    redis.on('error', (err: Error) => {
+      if (Date.now() - lastWarning < 30_000) return;
+      lastWarning = Date.now();
+      app.log.warn({ err }, 'login limit Redis unreachable; each process counts alone until it is back');
+    });
+    const connection = redis;
+    app.addHook('onClose', async () => connection.disconnect());
+  }
+  return (name: string, points: number, durationSeconds: number): RateLimiterAbstract => {
+    const options = { keyPrefix: `social-limits:${name}`, points, duration: durationSeconds };
+    const memory = new RateLimiterMemory(options);
+    return redis
+      ? new RateLimiterRedis({ ...options, storeClient: redis, insuranceLimiter: memory })
+      : memory;
   };
 }
+type MakeCounter = ReturnType<typeof counterMaker>;
 
-function refuse(reply: FastifyReply, retryAfterSeconds: number) {
-  reply.header('retry-after', String(Math.max(1, retryAfterSeconds)));
-  return new TooManyRequests();
+/** Counts one attempt: its number in the window, and whether it is over the limit (then not allowed). */
+async function take(
+  counter: RateLimiterAbstract,
+  key: string,
+): Promise<{ res: RateLimiterRes; over: boolean }> {
+  try {
+    return { res: await counter.consume(key), over: false };
+  } catch (error) {
+    if (error instanceof RateLimiterRes) return { res: error, over: true };
+    throw error;
+  }
+}
+
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/** Retry-After, then the 429 with one sentence on `field` (see `throttled`). */
+function refuse(reply: FastifyReply, field: string, what: string, waitSeconds: number) {
+  reply.header('retry-after', String(waitSeconds));
+  return throttled(field, what, waitSeconds);
 }
 
 /**
- * The limits of the routes that hash a password or send mail, on the platform's rate-limit store
- * (Redis with REDIS_URL, shared by replicas). Logins: only failures count, per client address and per
- * account *from that address*, so an attacker elsewhere cannot lock the owner out; a correct password
- * from an address under its limits always works. Registrations and reset requests: per address, and
- * reset mails per target address.
+ * Failures per window for one kind of key; `max` failures lock the key for a wait that doubles with
+ * each lockout in a row (the first lasts one window; capped). Every attempt is counted before it is
+ * checked and refunded when it succeeds, so concurrent attempts get at most `max` checks. Looking at
+ * a lock never extends it: the wait announced is the wait served, however often the client asks.
  */
-export function createAuthLimits(app: FastifyInstance, limits: Config['limits']) {
-  const window = limits.loginWindowMs;
-  const failuresByAddress = limiter(app, limits.loginFailuresPerAddress, window, (r) => `login:${r.ip}`);
-  const failuresByAccount = limiter(
-    app,
-    limits.loginFailuresPerAccount,
-    window,
-    (r) => `login-account:${r.ip}:${accountKey(r)}`,
-  );
+function lockout(make: MakeCounter, name: string, max: number, windowS: number, maxWaitS: number) {
+  const failures = make(name, max, windowS);
+  const strikes = make(`${name}-strikes`, Number.MAX_SAFE_INTEGER, STRIKE_MEMORY_S);
   return {
-    /**
-     * Before a login is checked: 429 when this address, or this account from it, failed too often.
-     * Otherwise the priority of its password check: an address without a failure in the window
-     * (the owner logging in) is checked before one that has failed (a guessing storm).
-     */
-    async beforeLogin(request: FastifyRequest, reply: FastifyReply, account: string): Promise<HashPriority> {
-      request.loginAccount = account;
-      const address = await failuresByAddress.peek(request, reply);
-      await failuresByAccount.peek(request, reply);
-      return address.clean ? 'first' : 'later';
+    /** Seconds until `key` may try again; 0 when it may now. */
+    async waitSeconds(key: string): Promise<number> {
+      const state = await failures.get(key);
+      return state && state.consumedPoints > max ? seconds(state.msBeforeNext) : 0;
     },
-    async loginFailed(request: FastifyRequest): Promise<void> {
-      await Promise.all([failuresByAddress.spend(request), failuresByAccount.spend(request)]);
+    /** Counts an attempt before its check: its number, or the wait when it is over the limit. */
+    async reserve(key: string): Promise<{ number: number; waitSeconds: number }> {
+      const { res, over } = await take(failures, key);
+      return { number: res.consumedPoints, waitSeconds: over ? seconds(res.msBeforeNext) : 0 };
     },
-    registration: limiter(app, limits.registrationsPerAddress, HOUR_MS, (r) => `register:${r.ip}`),
-    resetByAddress: limiter(app, limits.resetsPerAddress, HOUR_MS, (r) => `reset:${r.ip}`),
-    resetByEmail: limiter(app, limits.resetsPerEmail, HOUR_MS, (r) => `reset-email:${accountKey(r)}`),
+    /** The attempt was not checked after all (another limit refused it): it does not count. */
+    async refund(key: string): Promise<void> {
+      await failures.reward(key, 1);
+    },
+    /** The attempt succeeded: it does not count, and lockouts in a row start over. */
+    async succeeded(key: string): Promise<void> {
+      await Promise.all([failures.reward(key, 1), strikes.delete(key)]);
+    },
+    /** The attempt numbered `number` failed: the one that filled the window locks the key. */
+    async failed(key: string, number: number): Promise<void> {
+      if (number !== max) return;
+      const strike = (await strikes.consume(key)).consumedPoints;
+      await failures.block(key, Math.min(windowS * 2 ** Math.min(strike - 1, 30), maxWaitS));
+    },
   };
 }
 
-/** The account a login or reset names, case-folded (usernames and addresses match case-insensitively). */
-function accountKey(request: FastifyRequest): string {
-  return (request.loginAccount ?? '').trim().toLowerCase();
+/** A fixed-window count per key (never restarted by attempts over it): 429 with Retry-After when over. */
+function perHour(make: MakeCounter, name: string, max: number | undefined, field: string, what: string) {
+  const counter = max === undefined ? undefined : make(name, max, HOUR_S);
+  return {
+    async allow(key: string, reply: FastifyReply): Promise<void> {
+      if (!counter) return;
+      const { res, over } = await take(counter, key);
+      if (over) throw refuse(reply, field, what, seconds(res.msBeforeNext));
+    },
+  };
 }
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The account a login or reset request names (set before its limits are checked). */
-    loginAccount?: string;
-  }
+/** One login attempt in progress: its hashing priority, then exactly one of `succeeded` / `failed`. */
+export interface LoginAttempt {
+  priority: HashPriority;
+  succeeded(): Promise<void>;
+  failed(): Promise<void>;
+}
+
+/**
+ * The limits of the routes that check or hash a password or send mail.
+ *
+ * Logins (and a password change's old password): failures are limited everywhere, per client
+ * address and per account from one address; over either, the address (or the account from it) is
+ * locked for one window, the next lockout in a row for twice as long, and so on (LOGIN_MAX_WAIT_SECONDS
+ * at most); a lock ends on its own however often the client asks. Across addresses an account has
+ * a further budget (LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE an hour); beyond it every further failure
+ * makes its own address wait before trying that account again, 1 s and doubling with each failure.
+ * Only addresses that have themselves failed for the account ever wait for it, so the owner's right
+ * password from a clean address is checked at once, and nobody can lock the owner out from elsewhere.
+ *
+ * Registrations and reset requests: per address (and reset mails per target address) an hour, fixed
+ * windows; off unless configured (production's defaults, see config.ts).
+ */
+export function createAuthLimits(app: FastifyInstance, limits: Config['limits']) {
+  const make = counterMaker(app);
+  const windowS = limits.loginWindowSeconds;
+  const maxWaitS = limits.loginMaxWaitSeconds;
+  const byAddress = lockout(make, 'login-address', limits.loginFailuresPerAddress, windowS, maxWaitS);
+  const byAccountFromAddress = lockout(
+    make,
+    'login-account',
+    limits.loginFailuresPerAccount,
+    windowS,
+    maxWaitS,
+  );
+  const anywhere = limits.loginFailuresPerAccountAnywhere;
+  const byAccount = make('login-account-anywhere', Number.MAX_SAFE_INTEGER, HOUR_S);
+  // An address that failed for an account (key: address and account) waits this long before its next try.
+  // (Only ever blocked, which stores points + 1 = 2.)
+  const spreadDelay = make('login-spread-delay', 1, 1);
+
+  return {
+    /**
+     * Before a password is checked: 429 (on `field`) while this address, or this account from it,
+     * must wait; otherwise the attempt is counted at once (so concurrent guesses get at most the
+     * limit's number of checks) and its hashing priority says whether the address was clean (the
+     * owner logging in is checked before a guessing storm).
+     */
+    async beginLogin(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      account: string,
+      field: string,
+    ): Promise<LoginAttempt> {
+      // Usernames and addresses match case-insensitively: one account, one key.
+      const accountKey = account.trim().toLowerCase();
+      const address = request.ip;
+      const pair = `${address}:${accountKey}`;
+      const what = 'Too many failed logins';
+      const delayed = await spreadDelay.get(pair);
+      const waiting = Math.max(
+        await byAddress.waitSeconds(address),
+        await byAccountFromAddress.waitSeconds(pair),
+        delayed && delayed.consumedPoints > 1 ? seconds(delayed.msBeforeNext) : 0,
+      );
+      if (waiting > 0) throw refuse(reply, field, what, waiting);
+      const first = await byAddress.reserve(address);
+      const second = await byAccountFromAddress.reserve(pair);
+      if (first.waitSeconds || second.waitSeconds) {
+        // Over a limit: this attempt is not checked, and what it reserved elsewhere is given back.
+        if (!first.waitSeconds) await byAddress.refund(address);
+        if (!second.waitSeconds) await byAccountFromAddress.refund(pair);
+        throw refuse(reply, field, what, Math.max(first.waitSeconds, second.waitSeconds));
+      }
+      return {
+        priority: first.number === 1 ? 'first' : 'later',
+        async succeeded() {
+          await Promise.all([byAddress.succeeded(address), byAccountFromAddress.succeeded(pair)]);
+        },
+        async failed() {
+          await byAddress.failed(address, first.number);
+          await byAccountFromAddress.failed(pair, second.number);
+          const count = (await byAccount.consume(accountKey)).consumedPoints;
+          if (count > anywhere) {
+            const delay = FIRST_SPREAD_DELAY_S * 2 ** Math.min(count - anywhere - 1, 30);
+            await spreadDelay.block(pair, Math.min(delay, maxWaitS));
+          }
+        },
+      };
+    },
+    registration: perHour(
+      make,
+      'register',
+      limits.registrationsPerAddress,
+      'username',
+      'Too many new accounts from your network',
+    ),
+    resetByAddress: perHour(
+      make,
+      'reset',
+      limits.resetsPerAddress,
+      'email',
+      'Too many password reset requests from your network',
+    ),
+    resetByEmail: perHour(
+      make,
+      'reset-email',
+      limits.resetsPerEmail,
+      'email',
+      'Too many password reset requests for this address',
+    ),
+  };
 }
 
 export type AuthLimits = ReturnType<typeof createAuthLimits>;

@@ -11,6 +11,9 @@ export interface NewTokenPair {
   refreshExpiration: Date;
 }
 
+/** How long a pair is kept after its refresh token ended. */
+export const ENDED_PAIRS_KEPT_MS = 86_400_000;
+
 export function createTokensRepository(db: Kysely<SocialDatabase>) {
   const ownerOfLiveToken = prepare(
     db,
@@ -98,11 +101,18 @@ export function createTokensRepository(db: Kysely<SocialDatabase>) {
       return rows.length === 1;
     },
 
-    /** Forgets pairs whose refresh token ended more than a day before `now`. */
-    async clean(now: Date): Promise<number> {
+    /**
+     * Forgets pairs whose refresh token ended more than a day before `now` (kept that long so a
+     * replayed refresh token is still recognised and revokes its user's tokens), at most `batch` rows:
+     * DELETE ... WHERE id IN (SELECT id ... LIMIT batch), so one statement's work is bounded.
+     */
+    async clean(now: Date, batch: number): Promise<number> {
+      const ended = new Date(now.getTime() - ENDED_PAIRS_KEPT_MS);
       const result = await db
         .deleteFrom('tokens')
-        .where('refresh_expiration', '<', new Date(now.getTime() - 86_400_000))
+        .where('id', 'in', (qb) =>
+          qb.selectFrom('tokens').select('id').where('refresh_expiration', '<', ended).limit(batch),
+        )
         .executeTakeFirst();
       return Number(result.numDeletedRows);
     },

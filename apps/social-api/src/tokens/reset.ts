@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config';
-import { BadRequest } from '../errors';
+import { invalidResetToken } from '../errors';
 import type { Passwords } from '../users/passwords';
 import type { UsersRepository } from '../users/repository';
 import { resetFingerprint, sameDigest } from './jwt';
@@ -58,11 +58,12 @@ export function createPasswordReset({
         .catch((err: unknown) => log.error({ err }, 'reset mail not sent'));
     },
 
-    /** Sets a new password with a reset link's token; a bad, expired or already used token is a BadRequest. */
+    /** Sets a new password with a reset link's token; a bad, expired or already used token is a 400 on `token`. */
     async reset(token: string, newPassword: string): Promise<void> {
       const claims = tokens.jwt.resetClaims(token, clock());
       const user = claims ? await users.findWithHashByEmail(claims.email) : undefined;
-      if (!claims || !user || !sameDigest(resetFingerprint(user), claims.fingerprint)) throw new BadRequest();
+      if (!claims || !user || !sameDigest(resetFingerprint(user), claims.fingerprint))
+        throw invalidResetToken();
       // Replaced only if still the password the link was made for: two racing resets, one winner.
       // The link was mailed to the address, so following it proves the address (see oauth2-flow).
       const replaced = await users.replacePassword(
@@ -71,7 +72,7 @@ export function createPasswordReset({
         await passwords.hash(newPassword),
         { provenEmail: claims.email },
       );
-      if (!replaced) throw new BadRequest();
+      if (!replaced) throw invalidResetToken();
       await tokens.revokeAll(user.id);
     },
   };

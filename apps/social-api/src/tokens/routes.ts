@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { FORM_CHALLENGE, Unauthorized } from '../errors';
+import { FORM_CHALLENGE, resetTokenResponse, throttledResponse, Unauthorized } from '../errors';
 import { basicSecurity, bodyErrors, errors, NoContent, routeOptions } from '../http';
 import { createUsersRepository } from '../users/repository';
 import { createPasswordLogin } from './login';
@@ -32,6 +32,20 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const users = createUsersRepository(app.database.db);
   const mailer = createMailer(config.mail, config.mode, app.log);
   app.addHook('onClose', async () => mailer?.close());
+  // Ended pairs are also forgotten on a timer, not only at logins: an account that only refreshes
+  // adds a row per refresh. One run at a time; a failed run is logged and the next one tries again.
+  let pruning = false;
+  const pruneTimer = setInterval(() => {
+    if (pruning) return;
+    pruning = true;
+    tokens
+      .prune()
+      .then((deleted) => deleted && app.log.debug({ deleted }, 'ended token pairs pruned'))
+      .catch((err: unknown) => app.log.warn({ err }, 'ended token pairs not pruned'))
+      .finally(() => (pruning = false));
+  }, config.tokenPrune.intervalMs);
+  pruneTimer.unref();
+  app.addHook('onClose', async () => clearInterval(pruneTimer));
   const loginWithPassword = createPasswordLogin(users, passwords, tokens);
   const limits = app.authLimits;
   const reset = createPasswordReset({ config, clock, users, tokens, passwords, mailer });
@@ -79,24 +93,29 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'Log in with HTTP Basic credentials: the username **or** the email address, and the password. Failure is a 401 with ' +
         '`WWW-Authenticate: Form` (so browsers show no login dialog). Each login creates a new pair and forgets pairs that ended more than a day ago.\n\n' +
         'Chosen here (the Flask backend has no limit): failed logins are limited per client address (LOGIN_FAILURES_PER_ADDRESS, 30) and ' +
-        'per account from one address (LOGIN_FAILURES_PER_ACCOUNT, 10) per LOGIN_WINDOW_SECONDS (300): over either, 429 with `Retry-After`, ' +
-        'and the window restarts while the client keeps trying. Only failures count and only from the failing address, so nobody can lock ' +
-        "the owner of an account out from elsewhere. Passwords are argon2id at OWASP's parameters (19 MiB, 2 passes, 1 lane; ARGON2_*), " +
+        'per account from one address (LOGIN_FAILURES_PER_ACCOUNT, 10) per LOGIN_WINDOW_SECONDS (300): over either, 429 with `Retry-After` and ' +
+        '`errors.json.password` (one sentence saying when to try again) for one window, each lockout in a row twice as long (at most ' +
+        'LOGIN_MAX_WAIT_SECONDS, 3600); asking during the wait never extends it. Each attempt is counted before its password is checked ' +
+        '(and given back when it succeeds), so concurrent guesses get at most the limit checked. Beyond LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE ' +
+        '(50) failures an hour for one account from all addresses, an address that fails for it waits 1 s before its next try, doubling ' +
+        'with each further failure. Only failures count, and only addresses that have failed wait, so nobody can lock the owner of an ' +
+        "account out from elsewhere. Passwords are argon2id at OWASP's parameters (19 MiB, 2 passes, 1 lane; ARGON2_*), " +
         'a bounded number at once (ARGON2_CONCURRENCY), clients without a recent failure before those with one; when ARGON2_QUEUE ' +
         'more are waiting the answer is 503 with `Retry-After`. ' +
         'A password stored with other parameters is re-hashed at these on its next successful login.',
       security: basicSecurity,
-      response: { 200: TokenPair, ...errors(401, 429, 503) },
+      response: { 200: TokenPair, ...errors(401, 429, 503), ...throttledResponse('password') },
     }),
     async (request, reply) => {
       const credentials = basicCredentials(request.headers.authorization);
       if (!credentials) throw loginFailed(reply);
-      const priority = await limits.beforeLogin(request, reply, credentials.name);
-      const pair = await loginWithPassword(credentials.name, credentials.password, priority);
+      const attempt = await limits.beginLogin(request, reply, credentials.name, 'password');
+      const pair = await loginWithPassword(credentials.name, credentials.password, attempt.priority);
       if (!pair) {
-        await limits.loginFailed(request);
+        await attempt.failed();
         throw loginFailed(reply);
       }
+      await attempt.succeeded();
       return sendPair(reply, pair);
     },
   );
@@ -142,15 +161,15 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description:
         'Mails a reset link (`PASSWORD_RESET_URL?token=...`, valid RESET_TOKEN_MINUTES, 15) to a known address: by SMTP when MAIL_SERVER ' +
         'is set, to the log otherwise. Always 204, so addresses cannot be probed.\n\n' +
-        'Chosen here: RESETS_PER_ADDRESS (10) requests per client address and RESETS_PER_EMAIL (3) per target address an hour; over either, 429 ' +
-        'with `Retry-After` (nothing is sent).',
+        'Chosen here: in production mode (or when set) RESETS_PER_ADDRESS (10) requests per client address and RESETS_PER_EMAIL (3) per ' +
+        'target address an hour, fixed windows (requests over the limit do not restart them); over either, 429 with `Retry-After` and ' +
+        '`errors.json.email` (nothing is sent). Off in development unless set.',
       body: ResetRequestBody,
-      response: { 204: NoContent, ...bodyErrors(429) },
+      response: { 204: NoContent, ...bodyErrors(429), ...throttledResponse('email') },
     }),
     async (request, reply) => {
-      request.loginAccount = request.body.email;
-      await limits.resetByAddress.allow(request, reply);
-      await limits.resetByEmail.allow(request, reply);
+      await limits.resetByAddress.allow(request.ip, reply);
+      await limits.resetByEmail.allow(request.body.email.trim().toLowerCase(), reply);
       await reset.request(request.body.email, request.log);
       return reply.status(204).send();
     },
@@ -161,10 +180,11 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
     open({
       summary: 'Reset a user password',
       description:
-        'Sets a new password with the token from a reset link. A bad, expired or already used token is a 400 without `errors`. ' +
+        'Sets a new password with the token from a reset link. A bad, expired or already used token is a 400 with `errors.json.token` ' +
+        '(react-microblog then shows its own message and sends the user to request a new link). ' +
         'Chosen here: a link works once, and a reset ends every session of the user (their tokens are revoked).',
       body: ResetBody,
-      response: { 204: NoContent, ...bodyErrors() },
+      response: { 204: NoContent, ...bodyErrors(), ...resetTokenResponse },
     }),
     async (request, reply) => {
       await reset.reset(request.body.token, request.body.new_password);
@@ -198,8 +218,10 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Create tokens with OAuth2 authentication',
       description:
         'Completes the login: `state` must match the cookie set by the GET, the code is exchanged with the provider and its user-info ' +
-        'endpoint gives the email. The user with that email logs in, or a new one is created (username from the address, no password). ' +
-        'State mismatch, failed exchange or user lookup: 401.',
+        "endpoint gives the email, which the provider must say it verified (the provider's `email_verified_field`). The user with " +
+        'that email logs in, or a new one is created (username from the address, no password); an existing account with a password ' +
+        'is reached only once its address was proven (a password reset through the mailed link, or a verified sign-in). ' +
+        'State mismatch, failed exchange or user lookup: 401; an unverified address, or an unproven account: 401 whose description says what to do.',
       params: OAuth2Params,
       body: OAuth2Body,
       response: { 200: TokenPair, ...bodyErrors(401, 404) },

@@ -11,6 +11,9 @@ export interface IssuedPair {
   refreshToken: string;
 }
 
+/** Most prune statements one timer run makes (bounded work per run). */
+export const PRUNE_BATCHES_PER_RUN = 10;
+
 /** Verified access JWTs remembered (a few hundred bytes each): the callers of the last minutes. */
 export const VERIFIED_ACCESS_TOKENS = 10_000;
 
@@ -58,10 +61,24 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
   return {
     jwt,
 
-    /** A new pair after a login; also forgets pairs that ended more than a day ago. */
+    /** A new pair after a login; also forgets (a batch of) pairs that ended more than a day ago. */
     async login(userId: number): Promise<IssuedPair> {
-      await repo.clean(clock());
+      await repo.clean(clock(), config.tokenPrune.batch);
       return issue(userId);
+    },
+
+    /**
+     * Forgets pairs that ended more than a day ago (run on a timer, so the table stays bounded while
+     * an account only refreshes): batches while they come back full, at most PRUNE_BATCHES_PER_RUN.
+     */
+    async prune(): Promise<number> {
+      let deleted = 0;
+      for (let i = 0; i < PRUNE_BATCHES_PER_RUN; i += 1) {
+        const batch = await repo.clean(clock(), config.tokenPrune.batch);
+        deleted += batch;
+        if (batch < config.tokenPrune.batch) break;
+      }
+      return deleted;
     },
 
     /** The caller of a bearer token live at `at` (ISO 8601; default now), or undefined. */

@@ -4,7 +4,7 @@ import { SQLSTATE, sqlState } from '@platform/db';
 import { RequestValidationError, type AjvError, type ValidationLocation } from '@platform/http-kit';
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
-import { BadRequest, Conflict, describeMarshmallow, NotFound } from '../errors';
+import { BadRequest, Conflict, describeMarshmallow, NotFound, throttledResponse } from '../errors';
 import { bodyErrors, errors, nativeJson, NoContent, parseId, routeOptions } from '../http';
 import { collection, Paginated, parseUsernameCursor } from '../pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
@@ -92,13 +92,14 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Register a new user',
         description:
           'Open registration. Usernames: 3..64 characters starting with a letter; unique usernames and emails (emails whatever their case). ' +
-          'Chosen here: REGISTRATIONS_PER_ADDRESS (20) attempts per client address an hour; over it, 429 with `Retry-After`.',
+          'Chosen here: in production mode (or when set) REGISTRATIONS_PER_ADDRESS (20) attempts per client address an hour, a fixed ' +
+          'window; over it, 429 with `Retry-After` and `errors.json.username`. Off in development unless set (a client test suite registers its own users).',
         body: NewUser,
-        response: { 201: User, ...bodyErrors(429) },
+        response: { 201: User, ...bodyErrors(429), ...throttledResponse('username') },
       }),
     },
     async (request, reply) => {
-      await app.authLimits.registration.allow(request, reply);
+      await app.authLimits.registration.allow(request.ip, reply);
       const { schemaErrors, valid } = bodyCheck(request);
       await assertAvailable({ username: valid('username'), email: valid('email') }, undefined, schemaErrors);
       const { username, email, password, about_me } = request.body;
@@ -166,9 +167,9 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Partial: only the fields sent change (keeping your own username or email is fine). `password` needs `old_password`: ' +
           'without it a plain 400; a wrong one is a validation error on `old_password` ("Password is incorrect"). Users without a ' +
           'password (OAuth2, fake) set one through the reset flow. A password change ends every other session of the user; ' +
-          'the token pair that made it keeps working. A wrong `old_password` counts as a failed login of the account (the login limits of POST /api/tokens, 429).',
+          'the token pair that made it keeps working. A wrong `old_password` counts as a failed login of the account (the login limits of POST /api/tokens: 429 with `Retry-After` and `errors.json.old_password`).',
         body: UserChanges,
-        response: { 200: User, ...bodyErrors(401, 429) },
+        response: { 200: User, ...bodyErrors(401, 429), ...throttledResponse('old_password') },
       }),
     },
     async (request, reply) => {
@@ -178,9 +179,11 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let wrongOldPassword: FieldError[] = [];
       if (oldPassword !== undefined) {
         // A wrong old password is a failed login of this account from this address (same limits).
-        const priority = await app.authLimits.beforeLogin(request, reply, me.username);
-        if (!(await app.passwords.check(await users.passwordHash(me.id), oldPassword, priority)).ok) {
-          await app.authLimits.loginFailed(request);
+        const attempt = await app.authLimits.beginLogin(request, reply, me.username, 'old_password');
+        if ((await app.passwords.check(await users.passwordHash(me.id), oldPassword, attempt.priority)).ok) {
+          await attempt.succeeded();
+        } else {
+          await attempt.failed();
           wrongOldPassword = [{ field: 'old_password', message: 'Password is incorrect' }];
         }
       }
