@@ -11,7 +11,7 @@
 ARG SERVICE
 
 # ---- build: install all dependencies, compile every app and the libraries, prune to production ----
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 ENV CI=true NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 
@@ -49,17 +49,17 @@ RUN npx nx run-many -t build --projects=tag:type:app --skip-nx-cache \
 # ---- per-service defaults: the port each service listens on (ENV PORT) and EXPOSEs ----
 # The runtime stage starts FROM defaults-${SERVICE}: an unknown SERVICE fails there (no such image).
 # A new service needs a stage here; tools/docker-check compares them with its SERVICES table.
-FROM node:20-bookworm-slim AS defaults-microblog-api
+FROM node:24-bookworm-slim AS defaults-microblog-api
 ENV PORT=8887
 EXPOSE 8887
 
 # BOOTSTRAP_API_KEY/_SECRET create an admin key on start.
-FROM node:20-bookworm-slim AS defaults-workspace-api
+FROM node:24-bookworm-slim AS defaults-workspace-api
 ENV PORT=8080
 EXPOSE 8080
 
 # Production mode: SECRET_KEY must be set.
-FROM node:20-bookworm-slim AS defaults-social-api
+FROM node:24-bookworm-slim AS defaults-social-api
 ENV PORT=5000
 EXPOSE 5000
 

