@@ -1,10 +1,13 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { buildApp } from '../src/app';
 import { OPERATION_ACCESS, type Permission } from '../src/auth/permissions';
 import { loadConfig } from '../src/config';
 import { openForTheseTests } from '@platform/http-kit/testing';
 import { buildTestApp, type KeyPair } from './support/app';
 import { UNKNOWN } from './support/kasm';
+
+/** A random bootstrap secret: a literal one would be public (tools/workspace-check scans for them). */
+const BOOTSTRAP_SECRET = randomBytes(24).toString('base64url');
 
 /** What an operation answers a key allowed to run it: a status, and the error message if any. */
 type Outcome = [number, string?];
@@ -138,7 +141,7 @@ describe('credentials', () => {
     () =>
       buildTestApp({
         BOOTSTRAP_API_KEY: 'BootstrapKey',
-        BOOTSTRAP_API_KEY_SECRET: 'bootstrap-secret-0123456789abcdef',
+        BOOTSTRAP_API_KEY_SECRET: BOOTSTRAP_SECRET,
       }),
     60_000,
   );
@@ -222,7 +225,7 @@ describe('credentials', () => {
   });
 
   test('the bootstrap key from configuration is an enabled Global Admin key', async () => {
-    const key = { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' };
+    const key = { api_key: 'BootstrapKey', api_key_secret: BOOTSTRAP_SECRET };
     expect((await t().call('get_groups', {}, key)).statusCode).toBe(200);
     expect((await t().call('validate_credentials', {}, { ...key, api_key_secret: 'other' })).statusCode).toBe(
       403,
@@ -231,7 +234,7 @@ describe('credentials', () => {
 
   // Changed by #21: a restart used to re-enable and re-key the bootstrap key; it now leaves it alone.
   test('a restart never re-enables, re-keys or re-privileges the bootstrap key', async () => {
-    const original = { api_key: 'BootstrapKey', api_key_secret: 'bootstrap-secret-0123456789abcdef' };
+    const original = { api_key: 'BootstrapKey', api_key_secret: BOOTSTRAP_SECRET };
     await t()
       .database.db.updateTable('api_keys')
       .set({ enabled: false, permissions: ['Users View'], read_only: true })

@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, testDatabase } from '@platform/db/testing';
@@ -111,7 +112,7 @@ describe('the bootstrap key across restarts', () => {
     expect(cli.stdout).toContain('disabled OpsBootKey');
 
     // Restarted with a secret in the environment too: neither re-enables nor re-keys it.
-    const other = 'another-secret-0123456789abcdefghij';
+    const other = randomBytes(24).toString('base64url');
     const restarted = await serveOnce({ BOOTSTRAP_API_KEY_SECRET: other }, async (port) => [
       await validate(port, 'OpsBootKey', secret),
       await validate(port, 'OpsBootKey', other),

@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,7 +12,8 @@ const APP_DIR = resolve(__dirname, '..');
 // Node itself with tsx's loader (not the tsx wrapper, which runs the program in a child process):
 // the pid is the service's own, so SIGKILL kills the service.
 const NODE_ARGS = ['--import', 'tsx', '--conditions=@platform/source', 'src/cli.ts'];
-const KEY = { api_key: 'LocalStackKey', api_key_secret: 'local-stack-secret-0123456789abcdef' };
+// A random secret: a literal one would be public (tools/workspace-check scans for them).
+const KEY = { api_key: 'LocalStackKey', api_key_secret: randomBytes(24).toString('base64url') };
 
 /**
  * The default database with no DATABASE_URL, used by several processes at once as people do: the

@@ -13,6 +13,7 @@ export const KNOWN_SECRETS: readonly string[] = [
   'platform-local',
   'change-me-to-a-long-random-secret',
   'change-me-to-64-random-hex-characters-0123456789abcdef0123456789',
+  'deploy-check-0123456789abcdef0123456789abcdef',
 ];
 
 const KNOWN = new Set(KNOWN_SECRETS);
