@@ -3,15 +3,15 @@ import { EnvFlag, parseEnv } from '@platform/schema';
 import {
   passwordHashingConfig,
   passwordHashingEnv,
+  productionSecretProblem,
   serviceConfig,
   serviceEnv,
   type PasswordHashingConfig,
   type ServiceConfig,
 } from '@platform/http-kit';
 
+/** The development default (the Flask backend's): public, so production refuses it (see `productionSecretProblem`). */
 export const DEFAULT_SECRET_KEY = 'top-secret!';
-/** Shortest SECRET_KEY production accepts: an HS256 key should be at least as long as its hash (32 bytes). */
-export const MIN_PRODUCTION_SECRET_LENGTH = 32;
 
 /** Limits on the routes that hash a password or send mail, per client address and per account. */
 function loginLimitsEnv() {
@@ -74,7 +74,7 @@ export const EnvSchema = Type.Object({
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development',
     description:
-      'production: Secure/SameSite=None cookies with CORS, refuses the default SECRET_KEY, one shorter than 32 characters, and DISABLE_AUTH',
+      'production: Secure/SameSite=None cookies with CORS, refuses DISABLE_AUTH and any SECRET_KEY written in this repository (the default included) or shorter than 32 characters',
   }),
   SECRET_KEY: Type.String({
     minLength: 1,
@@ -104,7 +104,7 @@ export const EnvSchema = Type.Object({
   GOOGLE_CLIENT_ID: Type.Optional(Type.String()),
   GOOGLE_CLIENT_SECRET: Type.Optional(Type.String()),
   OAUTH2_REDIRECT_URI: Type.String({ default: 'http://localhost:3000/oauth2/{provider}/callback' }),
-  /** More OAuth2 providers as JSON: {"name": {client_id, client_secret, authorize_url, access_token_url, userinfo_url, scopes}}. */
+  /** More OAuth2 providers as JSON: {"name": {client_id, client_secret, authorize_url, access_token_url, userinfo_url, scopes, email_verified_field}}. */
   OAUTH2_PROVIDERS: Type.Optional(Type.String()),
   ...passwordHashingEnv(),
   ...loginLimitsEnv(),
@@ -117,6 +117,11 @@ export const OAuth2ProviderSchema = Type.Object({
   access_token_url: Type.String({ minLength: 1 }),
   userinfo_url: Type.String({ minLength: 1 }),
   scopes: Type.Array(Type.String(), { default: [] }),
+  email_verified_field: Type.String({
+    minLength: 1,
+    description:
+      "The user-info property that is true when the provider verified the address (of the object, or of each entry of a list of addresses): GitHub's `verified`, OpenID Connect's `email_verified`. Required: an address without it never signs in.",
+  }),
 });
 
 export type OAuth2Provider = Static<typeof OAuth2ProviderSchema>;
@@ -131,12 +136,14 @@ const BUILT_IN_OAUTH2_ENDPOINTS: Record<
     access_token_url: 'https://github.com/login/oauth/access_token',
     userinfo_url: 'https://api.github.com/user/emails',
     scopes: ['user:email'],
+    email_verified_field: 'verified',
   },
   google: {
     authorize_url: 'https://accounts.google.com/o/oauth2/auth',
     access_token_url: 'https://accounts.google.com/o/oauth2/token',
     userinfo_url: 'https://www.googleapis.com/oauth2/v3/userinfo',
     scopes: ['https://www.googleapis.com/auth/userinfo.email'],
+    email_verified_field: 'email_verified',
   },
 };
 
@@ -207,10 +214,15 @@ function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Reco
     for (const [name, raw] of Object.entries(extra)) {
       if (!/^[a-z0-9_-]{1,32}$/.test(name))
         throw new Error(`invalid configuration:\n  OAUTH2_PROVIDERS: bad provider name "${name}"`);
-      providers[name] = parseEnv(
-        OAuth2ProviderSchema,
-        Object.fromEntries(Object.entries(raw as object).map(([k, v]) => [k, v])) as never,
-      );
+      const fields = Object.fromEntries(Object.entries(raw as object).map(([k, v]) => [k, v])) as never;
+      // The endpoints first; then the verified flag, refused at start with what to set rather than at
+      // every login: a provider without it could sign no one in.
+      parseEnv(Type.Omit(OAuth2ProviderSchema, ['email_verified_field']), fields);
+      if (!Object.hasOwn(fields, 'email_verified_field'))
+        throw new Error(
+          `invalid configuration:\n  OAUTH2_PROVIDERS: "${name}" needs "email_verified_field", the user-info property that is true when the provider verified the address ("email_verified" for OpenID Connect providers); an address the provider does not vouch for never signs in`,
+        );
+      providers[name] = parseEnv(OAuth2ProviderSchema, fields);
     }
   }
   return providers;
@@ -233,16 +245,8 @@ function formLimits(
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const e = parseEnv(EnvSchema, env);
   const mode = e.NODE_ENV;
-  if (mode === 'production' && e.SECRET_KEY === DEFAULT_SECRET_KEY) {
-    throw new Error(
-      'invalid configuration:\n  SECRET_KEY: set a secret of your own in production (the default is public)',
-    );
-  }
-  if (mode === 'production' && e.SECRET_KEY.length < MIN_PRODUCTION_SECRET_LENGTH) {
-    throw new Error(
-      `invalid configuration:\n  SECRET_KEY: must be at least ${MIN_PRODUCTION_SECRET_LENGTH} characters in production (a random one: openssl rand -hex 32)`,
-    );
-  }
+  const secretProblem = mode === 'production' ? productionSecretProblem(e.SECRET_KEY) : undefined;
+  if (secretProblem) throw new Error(`invalid configuration:\n  SECRET_KEY: ${secretProblem}`);
   const disableAuth = e.DISABLE_AUTH;
   if (mode === 'production' && disableAuth)
     throw new Error('invalid configuration:\n  DISABLE_AUTH: development only, refused in production');

@@ -27,6 +27,20 @@ export const Unauthorized = E(
   "The server could not verify that you are authorized to access the URL requested. You either supplied the wrong credentials (e.g. a bad password), or your browser doesn't understand how to supply the credentials required.",
   401,
 );
+/**
+ * OAuth2 logins refused for the address, not the credentials: the provider did not say it verified
+ * the address, or the local account holding it never proved it. Each says what to do instead.
+ */
+export const UnverifiedProviderEmail = E(
+  'UNVERIFIED_PROVIDER_EMAIL',
+  'The provider has not verified this e-mail address, so it cannot sign in here. Verify the address with the provider (or make a verified address your primary one there) and try again.',
+  401,
+);
+export const UnprovenAccountEmail = E(
+  'UNPROVEN_ACCOUNT_EMAIL',
+  "An account with this e-mail address already exists, but the address was never proven to be its owner's. Request a password reset link for this address and follow it (that proves the address is yours); then this sign-in will work.",
+  401,
+);
 export const Forbidden = E(
   'FORBIDDEN',
   "You don't have the permission to access the requested resource. It is either read-protected or not readable by the server.",

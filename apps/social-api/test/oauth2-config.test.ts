@@ -10,6 +10,7 @@ const CORP = {
   authorize_url: 'https://sso.example.test/authorize',
   access_token_url: 'https://sso.example.test/token',
   userinfo_url: 'https://sso.example.test/me',
+  email_verified_field: 'email_verified',
 };
 
 describe('OAuth2 providers from the environment', () => {
@@ -31,6 +32,7 @@ describe('OAuth2 providers from the environment', () => {
       access_token_url: 'https://github.com/login/oauth/access_token',
       userinfo_url: 'https://api.github.com/user/emails',
       scopes: ['user:email'],
+      email_verified_field: 'verified',
     });
     expect(providers.google).toEqual({
       client_id: 'g-id',
@@ -39,6 +41,7 @@ describe('OAuth2 providers from the environment', () => {
       access_token_url: 'https://accounts.google.com/o/oauth2/token',
       userinfo_url: 'https://www.googleapis.com/oauth2/v3/userinfo',
       scopes: ['https://www.googleapis.com/auth/userinfo.email'],
+      email_verified_field: 'email_verified',
     });
     // A secret without its id turns nothing on.
     expect(loadConfig({ GOOGLE_CLIENT_SECRET: 'g-secret' }).oauth2.providers).toEqual({});
@@ -51,6 +54,21 @@ describe('OAuth2 providers from the environment', () => {
     }).oauth2;
     expect(Object.keys(providers)).toEqual(['github', 'corp']);
     expect(providers.corp).toEqual({ ...CORP, scopes: [] });
+  });
+
+  test('a provider that names no verified flag is refused at start, saying what to set (its addresses could sign no one in)', () => {
+    const { email_verified_field: _, ...unflagged } = CORP;
+    expect(() => loadConfig({ OAUTH2_PROVIDERS: JSON.stringify({ corp: unflagged }) })).toThrow(
+      /OAUTH2_PROVIDERS: "corp" needs "email_verified_field".*"email_verified" for OpenID Connect/,
+    );
+    expect(() =>
+      loadConfig({ OAUTH2_PROVIDERS: JSON.stringify({ corp: { ...CORP, email_verified_field: '' } }) }),
+    ).toThrow(/email_verified_field/);
+    expect(
+      loadConfig({
+        OAUTH2_PROVIDERS: JSON.stringify({ corp: { ...CORP, email_verified_field: 'verified' } }),
+      }).oauth2.providers.corp.email_verified_field,
+    ).toBe('verified');
   });
 
   test('a bad OAUTH2_PROVIDERS is a configuration error', () => {

@@ -8,6 +8,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { freePort } from '@platform/db/testing';
+import { createJwt, resetFingerprint } from '../src/tokens/jwt';
 import { buildTestApp, type TestApp } from './support/app';
 
 /**
@@ -21,6 +22,7 @@ const redirectFor = (provider: string) => REDIRECT_URI.replace('{provider}', pro
 const CLIENTS: Record<string, { id: string; secret: string }> = {
   foo: { id: 'foo-client', secret: 'foo-secret' },
   bar: { id: 'bar-client', secret: 'bar-secret' },
+  gh: { id: 'gh-client', secret: 'gh-secret' },
 };
 
 /** What the provider does for one authorization code. */
@@ -146,13 +148,20 @@ describe('OAuth2 login', () => {
   beforeAll(async () => {
     provider = await startFakeProvider();
     const down = `http://127.0.0.1:${await freePort()}`;
-    const entry = (client: { id: string; secret: string }, base: string, scopes: string[]) => ({
+    // OpenID Connect's flag, unless told otherwise (`gh` speaks GitHub's /user/emails).
+    const entry = (
+      client: { id: string; secret: string },
+      base: string,
+      scopes: string[],
+      verifiedField = 'email_verified',
+    ) => ({
       client_id: client.id,
       client_secret: client.secret,
       authorize_url: `${base}/authorize`,
       access_token_url: `${base}/token`,
       userinfo_url: `${base}/userinfo`,
       scopes,
+      email_verified_field: verifiedField,
     });
     env = {
       OAUTH2_REDIRECT_URI: REDIRECT_URI,
@@ -160,6 +169,7 @@ describe('OAuth2 login', () => {
         foo: entry(CLIENTS.foo, provider.baseUrl, ['a', 'b']),
         bar: entry(CLIENTS.bar, provider.baseUrl, ['c']),
         down: entry({ id: 'down-client', secret: 'down-secret' }, down, []),
+        gh: entry(CLIENTS.gh, provider.baseUrl, ['user:email'], 'verified'),
       }),
     };
     t = await buildTestApp(env);
@@ -213,11 +223,45 @@ describe('OAuth2 login', () => {
   };
 
   /** The second leg of a started flow, with a fresh code whose user info is `userinfo` (an email, say). */
-  const finishWith = (userinfo: unknown, started: { state: string; cookie: string }, to: TestApp = t) =>
-    finish('foo', { code: grant({ userinfo }), state: started.state }, started.cookie, to);
+  const finishWith = (
+    userinfo: unknown,
+    started: { state: string; cookie: string },
+    to: TestApp = t,
+    name = 'foo',
+  ) => finish(name, { code: grant({ userinfo }), state: started.state }, started.cookie, to);
 
-  /** The whole flow for one email (or user-info body); the POST's response. */
-  const loginWith = async (userinfo: unknown) => finishWith(userinfo, await start());
+  /** The whole flow for one email (or user-info body) with provider `name`; the POST's response. */
+  const loginWith = async (userinfo: unknown, name = 'foo') =>
+    finishWith(userinfo, await start(name), t, name);
+
+  /** A 401 that says what is wrong with the address (the service's error format, its own words). */
+  const expectAddressRefused = (response: LightMyRequestResponse, words: RegExp) => {
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toEqual({
+      code: 401,
+      message: 'Unauthorized',
+      description: expect.stringMatching(words),
+    });
+    expect(setCookie(response, 'refresh_token')).toBeUndefined();
+  };
+  const NOT_VERIFIED = /provider has not verified this e-mail address/;
+  const NOT_PROVEN = /never proven.*password reset link/;
+
+  /** A reset through the link mailed to the user's address (made as the service makes it), which proves the address. */
+  const resetThroughMailedLink = async (userId: number, newPassword: string) => {
+    const row = await t.storedUser(userId);
+    const token = createJwt(t.config.secretKey).resetToken(
+      row.email,
+      resetFingerprint(row),
+      new Date(t.clock.now().getTime() + 60_000),
+    );
+    const response = await t.app.inject({
+      method: 'PUT',
+      url: '/api/tokens/reset',
+      payload: { token, new_password: newPassword },
+    });
+    expect(response.statusCode).toBe(204);
+  };
 
   test('an unknown provider: 404 for GET and POST', async () => {
     const get = await t.app.inject({ method: 'GET', url: '/api/tokens/oauth2/nope' });
@@ -269,7 +313,7 @@ describe('OAuth2 login', () => {
   test('a good code for a new email creates a passwordless user and logs them in', async () => {
     const users = await userCount();
     const { state, cookie } = await start();
-    const code = grant({ userinfo: { email: 'newbie@example.org', name: 'New Bie' } });
+    const code = grant({ userinfo: { email: 'newbie@example.org', email_verified: true, name: 'New Bie' } });
     const requestsBefore = provider.tokenRequests.length;
     const login = await finish('foo', { code, state }, cookie);
 
@@ -300,15 +344,18 @@ describe('OAuth2 login', () => {
     expect(row.password_hash).toBeNull();
 
     // Logging in again with the same address finds that user.
-    const again = await me(await loginWith({ email: 'newbie@example.org' }));
+    const again = await me(await loginWith({ email: 'newbie@example.org', email_verified: true }));
     expect(again.id).toBe(user.id);
     expect(await userCount()).toBe(users + 1);
   });
 
-  test("an existing user's email, in any case, logs in as that user and creates nobody", async () => {
+  // Changed by #21: a local account is reached only once its address is proven (here by a reset
+  // through the mailed link); before, any provider address in any case logged in.
+  test("an existing user's proven email, in any case, logs in as that user and creates nobody", async () => {
     const carol = await t.register({ username: 'carol', email: 'carol@example.com', password: 'carol-pw' });
+    await resetThroughMailedLink(carol.id, 'carol-pw');
     const users = await userCount();
-    const user = await me(await loginWith({ email: 'CAROL@Example.COM' }));
+    const user = await me(await loginWith({ email: 'CAROL@Example.COM', email_verified: true }));
     expect(user).toMatchObject({
       id: carol.id,
       username: 'carol',
@@ -322,7 +369,7 @@ describe('OAuth2 login', () => {
 
   test('the state must match the signed cookie of the same provider: 401 otherwise, and the code is never exchanged', async () => {
     const requestsBefore = provider.tokenRequests.length;
-    const code = grant({ userinfo: { email: 'mallory@example.org' } });
+    const code = grant({ userinfo: { email: 'mallory@example.org', email_verified: true } });
     const users = await userCount();
 
     const mismatch = await start();
@@ -366,13 +413,13 @@ describe('OAuth2 login', () => {
 
   test('the state cookie is single use: the answer clears it, and replaying it is a 401', async () => {
     const started = await start();
-    const first = await finishWith({ email: 'once@example.org' }, started);
+    const first = await finishWith({ email: 'once@example.org', email_verified: true }, started);
     expect(first.statusCode).toBe(200);
     const cleared = setCookie(first, 'oauth2_state');
     expect(cleared?.attributes).toMatch(/Expires=Thu, 01 Jan 1970|Max-Age=0/i);
 
     // A client that kept the cookie anyway, with a fresh code the provider would honour.
-    const replay = await finishWith({ email: 'once@example.org' }, started);
+    const replay = await finishWith({ email: 'once@example.org', email_verified: true }, started);
     expect(replay.statusCode).toBe(401);
 
     // A state spent by a failed exchange is spent too.
@@ -381,19 +428,27 @@ describe('OAuth2 login', () => {
       (await finish('foo', { code: grant({ tokenStatus: 500 }), state: failed.state }, failed.cookie))
         .statusCode,
     ).toBe(401);
-    expect((await finishWith({ email: 'once@example.org' }, failed)).statusCode).toBe(401);
+    expect((await finishWith({ email: 'once@example.org', email_verified: true }, failed)).statusCode).toBe(
+      401,
+    );
   });
 
   test('a spent state stays spent on every instance of the service (it is recorded in the database)', async () => {
     const started = await start();
-    expect((await finishWith({ email: 'twice@example.org' }, started)).statusCode).toBe(200);
+    expect((await finishWith({ email: 'twice@example.org', email_verified: true }, started)).statusCode).toBe(
+      200,
+    );
     // A second instance over the same database (same secret and providers), as behind a load balancer.
     const other = await buildTestApp(env, { over: t });
     try {
-      const replay = await finishWith({ email: 'twice@example.org' }, started, other);
+      const replay = await finishWith({ email: 'twice@example.org', email_verified: true }, started, other);
       expect(replay.statusCode).toBe(401);
       // ...while a fresh state started on the first instance finishes on the second.
-      const login = await finishWith({ email: 'twice@example.org' }, await start(), other);
+      const login = await finishWith(
+        { email: 'twice@example.org', email_verified: true },
+        await start(),
+        other,
+      );
       expect(login.statusCode).toBe(200);
     } finally {
       await other.close();
@@ -422,13 +477,13 @@ describe('OAuth2 login', () => {
   test('a failed user lookup is a 401: user-info error, or no usable email', async () => {
     const users = await userCount();
     const cases: Grant[] = [
-      { userinfoStatus: 401, userinfo: { email: 'x@example.org' } },
-      { userinfoStatus: 500, userinfo: { email: 'x@example.org' } },
+      { userinfoStatus: 401, userinfo: { email: 'x@example.org', email_verified: true } },
+      { userinfoStatus: 500, userinfo: { email: 'x@example.org', email_verified: true } },
       { userinfo: { name: 'no email here' } },
-      { userinfo: { email: 'not-an-address' } },
+      { userinfo: { email: 'not-an-address', email_verified: true } },
       { userinfo: [] },
       // Longer than a user's email may be (120): no user can have it.
-      { userinfo: { email: `${'x'.repeat(60)}@${'y'.repeat(60)}.org` } },
+      { userinfo: { email: `${'x'.repeat(60)}@${'y'.repeat(60)}.org`, email_verified: true } },
     ];
     for (const g of cases) {
       const { state, cookie } = await start();
@@ -447,13 +502,13 @@ describe('OAuth2 login', () => {
 
   test('a username collision gives the new user a suffix, never a 500', async () => {
     await t.register({ username: 'dave', email: 'dave@example.com', password: 'dave-pw' });
-    const second = await me(await loginWith({ email: 'dave@elsewhere.org' }));
+    const second = await me(await loginWith({ email: 'dave@elsewhere.org', email_verified: true }));
     expect(second.email).toBe('dave@elsewhere.org');
     expect(second.username).not.toBe('dave');
     expect(second.username.startsWith('dave')).toBe(true);
     expect(isValidUsername(second.username)).toBe(true);
 
-    const third = await me(await loginWith({ email: 'dave@third.example.net' }));
+    const third = await me(await loginWith({ email: 'dave@third.example.net', email_verified: true }));
     expect(third.username.startsWith('dave')).toBe(true);
     expect(new Set(['dave', second.username, third.username]).size).toBe(3);
   });
@@ -473,7 +528,7 @@ describe('OAuth2 login', () => {
       `${long}@example.org`,
       `${long}@example.net`,
     ]) {
-      const user = await me(await loginWith({ email }));
+      const user = await me(await loginWith({ email, email_verified: true }));
       expect(user.email).toBe(email);
       expect(isValidUsername(user.username)).toBe(true);
       // The user can be looked up by that username like anyone else.
@@ -484,12 +539,134 @@ describe('OAuth2 login', () => {
 
   test('GitHub-style user info (a list of addresses) picks the primary one', async () => {
     const user = await me(
-      await loginWith([
-        { email: 'secondary@example.org', primary: false, verified: true },
-        { email: 'main@example.org', primary: true, verified: true },
-      ]),
+      await loginWith(
+        [
+          { email: 'secondary@example.org', primary: false, verified: true },
+          { email: 'main@example.org', primary: true, verified: true },
+        ],
+        'gh',
+      ),
     );
     expect(user).toMatchObject({ email: 'main@example.org', username: 'main', has_password: false });
+  });
+
+  test('GitHub-style user info: an unverified primary gives way to a verified address; none verified is a 401 that says so', async () => {
+    const user = await me(
+      await loginWith(
+        [
+          { email: 'claimed@example.org', primary: true, verified: false },
+          { email: 'not-an-address', primary: false, verified: true },
+          { email: 'checked@example.org', primary: false, verified: true },
+        ],
+        'gh',
+      ),
+    );
+    expect(user).toMatchObject({ email: 'checked@example.org', has_password: false });
+
+    const users = await userCount();
+    for (const list of [
+      [{ email: 'claimed@example.org', primary: true, verified: false }],
+      [
+        { email: 'claimed@example.org', primary: true },
+        { email: 'other@example.org', primary: false, verified: 'no' },
+      ],
+    ])
+      expectAddressRefused(await loginWith(list, 'gh'), NOT_VERIFIED);
+    // GitHub's flag is `verified`: OpenID's name for it means nothing from this provider.
+    expectAddressRefused(
+      await loginWith([{ email: 'claimed@example.org', primary: true, email_verified: true }], 'gh'),
+      NOT_VERIFIED,
+    );
+    expect(await userCount()).toBe(users);
+  });
+
+  test('an address the provider does not verify never signs in: no account is created, and an existing one (local, or made by a verified login) is not reached', async () => {
+    const victim = await t.register({
+      username: 'victim',
+      email: 'victim@example.com',
+      password: 'victim-pw',
+    });
+    // Proven, so that only the provider's flag stands between the attacker and the account.
+    await resetThroughMailedLink(victim.id, 'victim-pw');
+    const victimToken = (await t.login('victim', 'victim-pw')).json().access_token as string;
+    const oauthUser = await me(await loginWith({ email: 'oauth-victim@example.org', email_verified: true }));
+    const users = await userCount();
+    for (const email of [
+      'victim@example.com',
+      'VICTIM@example.com',
+      'oauth-victim@example.org',
+      'brand-new@example.org',
+    ])
+      for (const flag of [
+        { email_verified: false },
+        {},
+        { email_verified: 'false' },
+        { email_verified: 1 },
+        { verified: true },
+      ])
+        expectAddressRefused(await loginWith({ email, ...flag }), NOT_VERIFIED);
+    expect(await userCount()).toBe(users);
+    // The accounts are untouched: their owners still get in.
+    expect((await t.login('victim', 'victim-pw')).statusCode).toBe(200);
+    expect((await t.as(victimToken, { url: '/api/me' })).statusCode).toBe(200);
+    expect((await me(await loginWith({ email: 'oauth-victim@example.org', email_verified: true }))).id).toBe(
+      oauthUser.id,
+    );
+    // A provider that sends the flag as a string (AWS Cognito does) is understood.
+    expect((await me(await loginWith({ email: 'Victim@example.com', email_verified: 'true' }))).id).toBe(
+      victim.id,
+    );
+  });
+
+  test("an address registered locally by someone else does not capture its owner's verified sign-in; once the owner proves the address by the mailed reset link, the sign-in lands there and the registrant is out", async () => {
+    // The attacker registers the victim's address first, with a password of their own.
+    const squatter = await t.register({
+      username: 'squatter',
+      email: 'owner@example.net',
+      password: 'squat-pw',
+    });
+    const users = await userCount();
+    expectAddressRefused(await loginWith({ email: 'owner@example.net', email_verified: true }), NOT_PROVEN);
+    expect(await userCount()).toBe(users);
+    expect((await t.storedUser(squatter.id)).email_verified).toBe(false);
+
+    // The owner follows the reset link mailed to their address: the registrant's password and
+    // sessions end, and the verified sign-in now reaches the account.
+    await resetThroughMailedLink(squatter.id, 'owners-own-pw');
+    expect((await t.storedUser(squatter.id)).email_verified).toBe(true);
+    expect((await t.login('squatter', 'squat-pw')).statusCode).toBe(401);
+    expect((await t.as(squatter.token, { url: '/api/me' })).statusCode).toBe(401);
+    expect((await me(await loginWith({ email: 'owner@example.net', email_verified: true }))).id).toBe(
+      squatter.id,
+    );
+  });
+
+  test("a passwordless account whose address was never proven (generated, or made by a login before flags were checked) becomes the verified address owner's: its earlier sessions end", async () => {
+    const early = await loginWith({ email: 'early@example.org', email_verified: true });
+    const earlyUser = await me(early);
+    // As the migration leaves an account made before verification was required.
+    await t.database.db
+      .updateTable('users')
+      .set({ email_verified: false })
+      .where('id', '=', earlyUser.id)
+      .execute();
+    const login = await loginWith({ email: 'early@example.org', email_verified: true });
+    expect((await me(login)).id).toBe(earlyUser.id);
+    expect((await t.as(early.json().access_token, { url: '/api/me' })).statusCode).toBe(401);
+    expect((await t.storedUser(earlyUser.id)).email_verified).toBe(true);
+  });
+
+  test('a new address clears the proof (a change of case does not): a verified sign-in of the new address does not reach an account with a password', async () => {
+    const user = await t.register({ username: 'mover', email: 'mover@example.com', password: 'mover-pw' });
+    await resetThroughMailedLink(user.id, 'mover-pw');
+    expect((await t.storedUser(user.id)).email_verified).toBe(true);
+    const token = (await t.login('mover', 'mover-pw')).json().access_token as string;
+    const put = (email: string) => t.as(token, { method: 'PUT', url: '/api/me', payload: { email } });
+    expect((await put('MOVER@example.com')).statusCode).toBe(200);
+    expect((await t.storedUser(user.id)).email_verified).toBe(true);
+    expect((await put('moved@example.com')).statusCode).toBe(200);
+    expect((await t.storedUser(user.id)).email_verified).toBe(false);
+    expectAddressRefused(await loginWith({ email: 'moved@example.com', email_verified: true }), NOT_PROVEN);
   });
 
   test('missing code or state: 400 validation errors', async () => {
@@ -509,7 +686,9 @@ describe('OAuth2 login', () => {
     });
 
     // A refused body did not spend the state.
-    expect((await finishWith({ email: 'retry@example.org' }, { state, cookie })).statusCode).toBe(200);
+    expect(
+      (await finishWith({ email: 'retry@example.org', email_verified: true }, { state, cookie })).statusCode,
+    ).toBe(200);
   });
 
   // Last: it moves the clock.
@@ -517,8 +696,12 @@ describe('OAuth2 login', () => {
     const stale = await start();
     const fresh = await start();
     t.clock.advance(10 * 60_000 - 5_000);
-    expect((await finishWith({ email: 'intime@example.org' }, fresh)).statusCode).toBe(200);
+    expect((await finishWith({ email: 'intime@example.org', email_verified: true }, fresh)).statusCode).toBe(
+      200,
+    );
     t.clock.advance(6_000);
-    expect((await finishWith({ email: 'late@example.org' }, stale)).statusCode).toBe(401);
+    expect((await finishWith({ email: 'late@example.org', email_verified: true }, stale)).statusCode).toBe(
+      401,
+    );
   });
 });

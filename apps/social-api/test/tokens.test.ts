@@ -4,7 +4,9 @@
  * DISABLE_AUTH and CORS. Everything goes through the real app (`buildTestApp`, over `base` for
  * other configurations) over one fresh database; time moves with the test clock, never by waiting.
  */
+import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
+import { KNOWN_SECRETS } from '@platform/http-kit';
 import { DEFAULT_SECRET_KEY, loadConfig } from '../src/config';
 import { createPasswords } from '../src/users/passwords';
 import { createJwt } from '../src/tokens/jwt';
@@ -879,7 +881,8 @@ describe('REFRESH_TOKEN_IN_BODY=yes, REFRESH_TOKEN_IN_COOKIE=no, ACCESS_TOKEN_MI
 describe('production mode (NODE_ENV=production, own SECRET_KEY)', () => {
   let t: TestApp;
   let user: TestUser;
-  const secret = 'a-production-secret-of-our-own-32+';
+  // Random: a secret written in the repository is public, and production refuses it.
+  const secret = randomBytes(32).toString('hex');
 
   variant({ NODE_ENV: 'production', SECRET_KEY: secret }, async (app) => {
     t = app;
@@ -988,7 +991,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ACCESS_TOKEN_MINUTES: '0' })).toThrow(/ACCESS_TOKEN_MINUTES/);
   });
 
-  const PRODUCTION_SECRET = 'a-production-secret-of-32-characters';
+  /** Random, as an operator's must be: any secret written in the repository is public, and refused. */
+  const PRODUCTION_SECRET = randomBytes(32).toString('hex');
   test('cookie attributes by mode', () => {
     expect(loadConfig({}).cookie).toEqual({ secure: false, sameSite: 'lax' });
     expect(loadConfig({ USE_CORS: 'no' }).cookie).toEqual({ secure: false, sameSite: 'strict' });
@@ -1005,7 +1009,7 @@ describe('loadConfig', () => {
   });
 
   test('production refuses a SECRET_KEY shorter than 32 characters, and says so', () => {
-    const short = 'x'.repeat(31);
+    const short = randomBytes(24).toString('base64url').slice(0, 31);
     expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'x' })).toThrow(/SECRET_KEY.*at least 32/);
     expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: short })).toThrow(
       /SECRET_KEY.*at least 32/,
@@ -1037,6 +1041,18 @@ describe('loadConfig', () => {
     );
     expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: '' })).toThrow(/SECRET_KEY/);
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET }).mode).toBe('production');
+  });
+
+  test('production refuses every secret written in the repository (KNOWN_SECRETS), whatever its length, and says it is public', () => {
+    expect(KNOWN_SECRETS).toContain(DEFAULT_SECRET_KEY);
+    expect(KNOWN_SECRETS.some((known) => known.length >= 32)).toBe(true);
+    for (const known of KNOWN_SECRETS) {
+      expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: known })).toThrow(
+        known.length >= 32 ? /SECRET_KEY: this value is written in the repository/ : /SECRET_KEY/,
+      );
+      // Development keeps accepting them (the default is one).
+      expect(loadConfig({ SECRET_KEY: known }).secretKey).toBe(known);
+    }
   });
 
   test('production refuses DISABLE_AUTH', () => {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Config, OAuth2Provider } from '../config';
-import { NotFound, Unauthorized } from '../errors';
+import { NotFound, Unauthorized, UnprovenAccountEmail, UnverifiedProviderEmail } from '../errors';
 import type { PublicUserRow, UsersRepository } from '../users/repository';
-import { authorizeUrl, exchangeCode, fetchEmail } from './oauth2';
+import { authorizeUrl, exchangeCode, fetchAddress } from './oauth2';
 import type { IssuedPair, TokenService } from './service';
 
 /** How long a browser has between the redirect to the provider and its return. */
@@ -51,8 +51,11 @@ export function createOAuth2Flow({ config, clock, users, tokens }: OAuth2FlowDep
   };
   const redirectUri = (name: string) => config.oauth2.redirectUri.replace('{provider}', name);
 
-  /** A passwordless user for a new address; a racing login for the same address finds the winner's row. */
-  async function createUser(email: string): Promise<PublicUserRow> {
+  /**
+   * A passwordless user for a new address (proven: the provider verified it); a racing login for
+   * the same address finds the winner's row.
+   */
+  async function createUser(email: string): Promise<Pick<PublicUserRow, 'id'>> {
     for (let attempt = 0; ; attempt++) {
       // Asked again on each attempt: a username taken meanwhile gets the next free suffix.
       const username = await usernameFor(email, (name) => users.taken('username', name));
@@ -61,15 +64,35 @@ export function createOAuth2Flow({ config, clock, users, tokens }: OAuth2FlowDep
           username,
           email,
           password_hash: null,
+          email_verified: true,
           first_seen: clock(),
           last_seen: clock(),
         });
       } catch (error) {
-        const existing = await users.findByEmail(email);
-        if (existing) return existing;
+        const existing = await users.findForOAuth2(email);
+        if (existing) return accountFor(email, existing);
         if (attempt >= 3) throw error;
       }
     }
+  }
+
+  /**
+   * The account an address the provider verified may sign in to. One whose address was proven (by a
+   * provider, or by a reset through the mailed link) is its owner's. One never proven may have been
+   * registered by someone else to capture the owner's later sign-in: with a password (which its
+   * registrant knows), it is refused until its address is proven; without one (a generated user, or
+   * one created by a login before providers' flags were checked) it becomes the address owner's, and
+   * every session it had ends.
+   */
+  async function accountFor(
+    email: string,
+    holder: { id: number; email_verified: boolean; has_password: boolean },
+  ): Promise<Pick<PublicUserRow, 'id'>> {
+    if (holder.email_verified) return holder;
+    if (holder.has_password || !(await users.markPasswordlessEmailVerified(holder.id, email)))
+      throw new UnprovenAccountEmail();
+    await tokens.revokeAll(holder.id);
+    return holder;
   }
 
   return {
@@ -105,14 +128,18 @@ export function createOAuth2Flow({ config, clock, users, tokens }: OAuth2FlowDep
     },
 
     /**
-     * Exchanges the code and asks the provider for the user's email: the user with that email logs
-     * in, or a new one is created. Unauthorized when the provider refuses either.
+     * Exchanges the code and asks the provider for the user's address, which must be one the
+     * provider verified: the account holding it signs in (see `accountFor`), or a new one is
+     * created. Unauthorized when the provider refuses either step; UnverifiedProviderEmail when it
+     * does not vouch for the address (nothing is created or linked).
      */
     async login({ name, provider }: AcceptedState, code: string): Promise<IssuedPair> {
       const accessToken = await exchangeCode(provider, redirectUri(name), code);
-      const email = accessToken ? await fetchEmail(provider, accessToken) : undefined;
-      if (!email) throw new Unauthorized();
-      const user = (await users.findByEmail(email)) ?? (await createUser(email));
+      const address = accessToken ? await fetchAddress(provider, accessToken) : undefined;
+      if (!address) throw new Unauthorized();
+      if (!address.verified) throw new UnverifiedProviderEmail();
+      const holder = await users.findForOAuth2(address.email);
+      const user = holder ? await accountFor(address.email, holder) : await createUser(address.email);
       return tokens.login(user.id);
     },
   };

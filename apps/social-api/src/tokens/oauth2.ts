@@ -40,11 +40,30 @@ export async function exchangeCode(
   }
 }
 
+/** An address the provider gave, and whether it says it verified it. */
+export interface ProviderAddress {
+  email: string;
+  verified: boolean;
+}
+
+/** A user's email is at most 120 characters (the column's size): a longer one cannot log in. */
+const usableEmail = (value: unknown): value is string =>
+  typeof value === 'string' && value.includes('@') && value.length <= 120;
+
+/** A verified flag is a JSON `true`; some providers (AWS Cognito) send the string "true". */
+const isTrue = (value: unknown) => value === true || value === 'true';
+
 /**
- * The user's email from the provider's user-info endpoint: an object's `email` (Google and most
- * providers), or the primary (else first) entry of a list of addresses (GitHub's /user/emails).
+ * The user's address from the provider's user-info endpoint, with the provider's verified flag
+ * (the property `email_verified_field` names). An object: its `email` (Google, OpenID Connect and
+ * most providers). A list of addresses (GitHub's /user/emails): the primary one if verified, else
+ * any verified one; when none is verified, the primary (else first) one, as unverified. Undefined
+ * when the provider names no usable address or cannot be asked.
  */
-export async function fetchEmail(provider: OAuth2Provider, accessToken: string): Promise<string | undefined> {
+export async function fetchAddress(
+  provider: OAuth2Provider,
+  accessToken: string,
+): Promise<ProviderAddress | undefined> {
   try {
     const response = await fetch(provider.userinfo_url, {
       headers: { accept: 'application/json', authorization: `Bearer ${accessToken}` },
@@ -52,10 +71,17 @@ export async function fetchEmail(provider: OAuth2Provider, accessToken: string):
     });
     if (response.status !== 200) return undefined;
     const body = (await response.json()) as unknown;
-    const entry = Array.isArray(body) ? (body.find((e) => e && e.primary) ?? body[0]) : body;
-    const email = (entry as { email?: unknown } | undefined)?.email;
-    // A user's email is at most 120 characters (the column's size): a longer one cannot log in.
-    return typeof email === 'string' && email.includes('@') && email.length <= 120 ? email : undefined;
+    const entries = (Array.isArray(body) ? body : [body])
+      .filter((e): e is Record<string, unknown> => !!e && typeof e === 'object' && usableEmail(e.email))
+      .map((e) => ({
+        email: e.email as string,
+        verified: isTrue(e[provider.email_verified_field]),
+        primary: e.primary === true,
+      }));
+    const verified = entries.filter((e) => e.verified);
+    const chosen =
+      verified.find((e) => e.primary) ?? verified[0] ?? entries.find((e) => e.primary) ?? entries[0];
+    return chosen && { email: chosen.email, verified: chosen.verified };
   } catch {
     return undefined;
   }
