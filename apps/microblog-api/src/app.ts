@@ -5,6 +5,8 @@ import { BODY_LIMIT, type Config } from './config';
 import type { MicroblogDatabase } from './db/schema';
 import { migrations } from './db/migrations';
 import { problemDetailsDialect } from './errors';
+import clientIds from './plugins/app/client-id';
+import cookies from './plugins/external/cookie';
 import writeRateLimit from './plugins/external/rate-limit';
 import panelRoutes from './panel/routes';
 import postsRoutes from './posts/routes';
@@ -24,8 +26,14 @@ export interface AppDependencies {
 const DESCRIPTION = `Anonymous classroom microblog for the "Digital Citizenship Quest": list, post, reply, react.
 
 Errors are RFC 9457 problem details (\`application/problem+json\`) with an \`errors\` list on validation failures.
-Writes (post, reply, reaction) share one rate limit per client address (\`WRITE_RATE_LIMIT\`, default 60/minute);
-over it the answer is 429 with \`Retry-After\`. Any origin may call the API (CORS, no credentials).
+Write limits (post, reply and reaction count together; reads are not limited): the panel at \`/\` gives each
+browser a signed, HttpOnly client id cookie (\`microblog_client\`) on its first load, which its writes carry. A write
+with a valid client id counts against its browser's budget (\`WRITE_LIMIT_PER_CLIENT\`, default 60/minute) and against
+a much higher ceiling shared by all browsers of one address, a classroom behind one router (\`WRITE_LIMIT_PER_ADDRESS\`,
+default 1200/minute); a write without one (scripts, curl, a forged cookie) counts against a stricter budget per address
+(\`WRITE_LIMIT_WITHOUT_CLIENT_ID\`, default 30/minute). A script may load \`/\` once and send its cookie back to get a
+browser's budget. Over a limit the answer is 429 with \`Retry-After\` (seconds) and a \`detail\` naming the limit.
+Any origin may call the API (CORS, no credentials: the client id counts only on the panel's own origin).
 
 Choices where the contract is silent: a \`post_id\` that is well-formed but beyond the id range answers 404
 (it names no post); \`before\` must be 1..2147483647; an empty body on a POST is a 400; a body that is not
@@ -57,7 +65,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       exposedHeaders: ['link', 'retry-after'],
     },
   });
-  await app.register(writeRateLimit, { perMinute: config.writeRateLimit });
+  await app.register(cookies);
+  await app.register(clientIds);
+  await app.register(writeRateLimit, config.writeLimits);
 
   await app.register(panelRoutes);
   await app.register(postsRoutes, { prefix: '/api' });

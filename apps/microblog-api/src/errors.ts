@@ -2,6 +2,13 @@ import { Type, type Static } from '@sinclair/typebox';
 import { FieldError } from '@platform/schema';
 import { createError, reasonPhrase, type ErrorDialect } from '@platform/http-kit';
 
+/** A write over one of the write limits (`plugins/external/rate-limit.ts`); sent with `Retry-After`. */
+export const WriteLimitError = createError<[string, number]>(
+  'MICROBLOG_WRITE_LIMIT',
+  'Too many writes %s: try again in %d seconds',
+  429,
+);
+
 export const PostNotFoundError = createError<[number | string]>(
   'MICROBLOG_POST_NOT_FOUND',
   'No post with id %s',

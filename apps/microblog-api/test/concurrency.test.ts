@@ -11,7 +11,7 @@ const reactionCounts = (count: number, counts: Partial<Record<ReactionKind, numb
 describe('concurrent writes', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ writeRateLimit: 100_000 });
+    server = await startTestServer();
   });
   afterAll(() => server?.close());
 

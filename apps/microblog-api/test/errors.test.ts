@@ -461,9 +461,11 @@ describe('415 Unsupported Media Type (non-JSON body on a POST)', () => {
   });
 });
 
-describe('429 Too Many Requests (write rate limit shared by the three writes)', () => {
+// Requests here carry no client id (no panel cookie): the budget per address for such writes.
+// test/write-limits.test.ts covers browsers (client ids) and the ceiling of an address.
+describe('429 Too Many Requests (writes without a client id: one budget per address, shared by the three writes)', () => {
   const LIMIT = 3;
-  const limited = openForTheseTests(() => buildTestApp({ WRITE_RATE_LIMIT: String(LIMIT) }));
+  const limited = openForTheseTests(() => buildTestApp({ WRITE_LIMIT_WITHOUT_CLIENT_ID: String(LIMIT) }));
   let address = 0;
   /** A fresh client address per test: each test has its own budget. */
   const nextAddress = () => `10.0.${Math.floor(++address / 250)}.${(address % 250) + 1}`;
@@ -558,14 +560,23 @@ describe('429 Too Many Requests (write rate limit shared by the three writes)', 
   });
 
   describe('default budget', () => {
-    // An empty value leaves WRITE_RATE_LIMIT unset: the documented default applies.
-    const defaults = openForTheseTests(() => buildTestApp({ WRITE_RATE_LIMIT: '' }));
+    // Empty values leave the variables unset: the documented defaults apply.
+    const defaults = openForTheseTests(() =>
+      buildTestApp({
+        WRITE_LIMIT_PER_CLIENT: '',
+        WRITE_LIMIT_PER_ADDRESS: '',
+        WRITE_LIMIT_WITHOUT_CLIENT_ID: '',
+      }),
+    );
 
-    test('is 60 writes per minute', async () => {
-      expect(defaults().config.writeRateLimit).toBe(60);
+    // Changed by issue 21: this budget was 60 per address for every write; it is now 30 per address
+    // for writes without a client id, while browsers have their own (write-limits.test.ts).
+    test('is 30 writes per minute without a client id', async () => {
+      expect(defaults().config.writeLimits.withoutClientId).toBe(30);
+      expect(defaults().config.writeLimits.windowMs).toBe(60_000);
       const ip = '192.0.2.60';
       const results: number[] = [];
-      for (let i = 0; i < 61; i += 1) {
+      for (let i = 0; i < 31; i += 1) {
         const res = await defaults().app.inject({
           method: 'POST',
           url: '/api/microblog/reaction',
@@ -574,8 +585,8 @@ describe('429 Too Many Requests (write rate limit shared by the three writes)', 
         });
         results.push(res.statusCode);
       }
-      expect(results.slice(0, 60).every((s) => s === 404)).toBe(true);
-      expect(results[60]).toBe(429);
+      expect(results.slice(0, 30).every((s) => s === 404)).toBe(true);
+      expect(results[30]).toBe(429);
     });
   });
 });

@@ -436,6 +436,66 @@ describe('microblog panel (GET /) in Chromium', () => {
     expectCleanPage();
   });
 
+  it('gets a signed, HttpOnly client id on first load, and its writes count against that browser’s budget', async () => {
+    // This test's own server: a browser may write twice per window; the address and writes without
+    // a client id have room to spare, so only the per-browser budget can refuse.
+    await server?.close();
+    server = await startTestServer(
+      {},
+      { WRITE_LIMIT_PER_CLIENT: '2', WRITE_LIMIT_PER_ADDRESS: '1000', WRITE_LIMIT_WITHOUT_CLIENT_ID: '1000' },
+    );
+    const created = await apiCreatePost(`Count my likes ${uniqueMarker('budget')}`);
+    await openPanel();
+
+    const cookies = await context!.cookies(baseUrl());
+    const clientId = cookies.find((c) => c.name === 'microblog_client');
+    expect(clientId).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/', secure: false });
+    expect(clientId!.expires).toBeGreaterThan(Date.now() / 1000 + 365 * 24 * 60 * 60);
+    // HttpOnly: the page's script cannot read it (the browser sends it with the panel's fetches)
+    expect(await page.evaluate('document.cookie')).not.toContain('microblog_client');
+
+    const postCard = page.locator(`.quest-post[data-post-id="${created.id}"]`);
+    await postCard.waitFor();
+    const reaction = (kind: string) => postCard.locator(`.reaction-button[data-reaction="${kind}"]`);
+    const sent = page.waitForRequest((r) => r.url().endsWith('/api/microblog/reaction'));
+    await reaction('like').click();
+    expect(await (await sent).headerValue('cookie')).toBe(`microblog_client=${clientId!.value}`);
+    await expectText(reaction('like').locator('.reaction-count'), '1');
+    await reaction('celebrate').click();
+    await expectText(reaction('celebrate').locator('.reaction-count'), '1');
+
+    // the third write of this browser is over its budget: the panel shows the server's words
+    watch.allowedConsoleErrors.push(/Failed to load resource: the server responded with a status of 429/);
+    await reaction('love').click();
+    await eventually(async () =>
+      expect(((await messageBox().textContent()) ?? '').trim()).toMatch(
+        /^Could not add your reaction: Too many writes from this browser: try again in \d+ seconds$/,
+      ),
+    );
+    expect(await reaction('love').locator('.reaction-count').textContent()).toBe('0');
+
+    // another browser behind the same address has its own budget
+    const other = await browser.newContext();
+    try {
+      const otherPage = await other.newPage();
+      await otherPage.goto(`${baseUrl()}/`);
+      const otherCard = otherPage.locator(`.quest-post[data-post-id="${created.id}"]`);
+      await otherCard.locator('.reaction-button[data-reaction="love"]').click();
+      await eventually(async () =>
+        expect(
+          await otherCard.locator('.reaction-button[data-reaction="love"] .reaction-count').textContent(),
+        ).toBe('1'),
+      );
+      const otherId = (await other.cookies(baseUrl())).find((c) => c.name === 'microblog_client');
+      expect(otherId?.value).toBeDefined();
+      expect(otherId?.value).not.toBe(clientId!.value);
+    } finally {
+      await other.close();
+    }
+    expect((await apiFindPost(created.content)).reactions).toMatchObject({ like: 1, celebrate: 1, love: 1 });
+    expectCleanPage();
+  });
+
   it('"Load older posts" follows the Link rel="next" header and appends', async () => {
     const first = await apiCreatePost(`Oldest ${uniqueMarker('p1')}`);
     const second = await apiCreatePost(`Middle ${uniqueMarker('p2')}`);

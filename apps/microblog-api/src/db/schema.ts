@@ -20,9 +20,17 @@ export interface RepliesTable {
   created_at: Generated<Date>;
 }
 
+/** Secrets the service made for itself (see the migration that creates it). */
+export interface ServiceSecretsTable {
+  name: 'client_id';
+  value: string;
+  created_at: Generated<Date>;
+}
+
 export interface MicroblogDatabase {
   posts: PostsTable;
   replies: RepliesTable;
+  service_secrets: ServiceSecretsTable;
 }
 
 export type PostRow = Selectable<PostsTable>;

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import { Type } from '@sinclair/typebox';
+import { CLIENT_ID_COOKIE, CLIENT_ID_MAX_AGE_SECONDS } from '../plugins/app/client-id';
 
 /** The classroom panel: plain HTML, JS and CSS from `public/`, no build step. */
 export const PUBLIC_DIR = join(__dirname, '..', '..', 'public');
@@ -16,12 +17,31 @@ const panelRoutes: FastifyPluginAsync = async (app) => {
         tags: ['panel'],
         summary: 'The browser panel',
         description:
-          'The classroom microblog panel (HTML; loads /panel.js and /panel.css from this service).',
+          'The classroom microblog panel (HTML; loads /panel.js and /panel.css from this service). ' +
+          'A browser without a valid client id gets one here: `Set-Cookie: microblog_client=<id>.<signature>; ' +
+          `Max-Age=${CLIENT_ID_MAX_AGE_SECONDS}; Path=/; HttpOnly; SameSite=Lax` +
+          '` (and `Secure` over HTTPS). ' +
+          'The panel’s writes carry it, so they count against that browser’s write budget.',
         produces: ['text/html'],
-        response: { 200: Type.String({ description: 'HTML page' }) },
+        response: {
+          200: Type.String({
+            description: 'HTML page',
+            headers: {
+              'Set-Cookie': {
+                type: 'string',
+                description: `The signed client id (\`${CLIENT_ID_COOKIE}\`), when the request carried no valid one`,
+              },
+            },
+          }),
+        },
       },
     },
-    (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html'),
+    async (request, reply) => {
+      await app.clientIds.ensure(request, reply);
+      // Per browser: a shared cache (a school proxy) must not hand one browser's id to another.
+      reply.header('cache-control', 'private, no-cache');
+      return reply.type('text/html; charset=utf-8').sendFile('index.html', { cacheControl: false });
+    },
   );
 };
 

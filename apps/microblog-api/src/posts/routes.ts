@@ -18,6 +18,23 @@ import {
 const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, [...statuses, 500, 503]);
 const WRITE_ERRORS = [400, 413, 415, 429];
 
+/** A write over a write limit (see the API's description): the error body, and when to try again. */
+const tooManyWrites = () => ({
+  429: {
+    ...(errors(429)[429] as object),
+    description:
+      'Over a write limit: this browser’s (client id cookie), its address’s ceiling for all its browsers, ' +
+      'or its address’s budget for writes without a client id; `detail` says which',
+    headers: {
+      'Retry-After': {
+        type: 'integer',
+        minimum: 1,
+        description: 'Seconds until the limit lets this client write again',
+      },
+    },
+  },
+});
+
 /** Reply rows come in the wire's shape already (see the repository). */
 const toReply = (row: ReplyView): Reply => row;
 
@@ -96,7 +113,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const posts = createPostsRepository(app.database.db);
   const writeLimit = app.writeRateLimit;
   /**
-   * A write's route options: the per-address write rate limit, its body, its answer and the write
+   * A write's route options: the write limits, its body, its answer and the write
    * errors (404 too when the write names a post).
    */
   const write = <Body extends TSchema, Answer extends Record<number, TSchema>>(route: {
@@ -112,7 +129,11 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       summary: route.summary,
       description: route.description,
       body: route.body,
-      response: { ...route.answer, ...errors(...WRITE_ERRORS, ...(route.namesPost ? [404] : [])) },
+      response: {
+        ...route.answer,
+        ...errors(...WRITE_ERRORS, ...(route.namesPost ? [404] : [])),
+        ...tooManyWrites(),
+      },
     },
   });
 

@@ -6,13 +6,20 @@ import type { MicroblogDatabase } from '../../src/db/schema';
 
 export type TestApp = testing.TestApp<Config, MicroblogDatabase>;
 
-/** The real app over a fresh schema (see `buildTestApp` of http-kit), its write limit out of the way. */
+/** Every write limit out of the way (a test of the limits sets its own). */
+export const NO_WRITE_LIMITS = {
+  WRITE_LIMIT_PER_CLIENT: '100000',
+  WRITE_LIMIT_PER_ADDRESS: '100000',
+  WRITE_LIMIT_WITHOUT_CLIENT_ID: '100000',
+} as const;
+
+/** The real app over a fresh schema (see `buildTestApp` of http-kit), its write limits out of the way. */
 export function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   return testing.buildTestApp({
     service: 'microblog',
     loadConfig,
     buildApp,
-    env: { WRITE_RATE_LIMIT: '100000', ...env },
+    env: { ...NO_WRITE_LIMITS, ...env },
   });
 }
 
