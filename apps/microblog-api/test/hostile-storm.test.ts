@@ -67,11 +67,24 @@ describe('hostile-input storm', () => {
     });
     console.log(
       `microblog storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
-        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}`,
+        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}; ` +
+        `integer sweep: ${report.integers.sent} requests to ${report.integers.targets.length} parameters`,
     );
     testing.assertStormClean(report);
     expect(report.sent).toBe(10_000);
     expect(report.framing).toBeGreaterThanOrEqual(routes.length * 10);
+    // Issue #21: integers beyond 2^31, 2^53 and 2^63 (and their negatives, huge decimal and exponent
+    // forms) reached every integer parameter, and every answer above was a 4xx.
+    const postIds = ['post_id', 'postId', 'microblogId'];
+    expect([...report.integers.targets].sort()).toEqual(
+      [
+        'GET /api/microblog query.limit',
+        'GET /api/microblog query.before',
+        ...postIds.map((field) => `POST /api/microblog/reply body.${field}`),
+        ...postIds.map((field) => `POST /api/microblog/reaction body.${field}`),
+      ].sort(),
+    );
+    expect(report.integers.sent).toBeGreaterThanOrEqual(report.integers.targets.length * 17);
     expect({ rows: await testing.tableRowCounts(database), totals: await storedTotals(database) }).toEqual(
       before,
     );
@@ -133,6 +146,59 @@ describe('hostile-input storm', () => {
       expect(problems).toContain('status 500, not a 4xx');
       expect(problems).toContain('body is not in the dialect');
       expect(() => testing.assertStormClean(report)).toThrow(/seed 7 \(replay: HOSTILE_SEED=7\)/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  test('the integer sweep aims at every integer parameter and reports one without a declared range', async () => {
+    // `GET /things?limit=` declares 1..10; `GET /things/:id` echoes any id: nothing bounds it, so the
+    // sweep reports every value beyond JavaScript's exact integers instead of skipping it silently.
+    const app = await testing.dialectTestApp(problemDetailsDialect);
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.server.address() as { port: number };
+      const report = await testing.runHostileStorm({
+        baseUrl: `http://127.0.0.1:${port}`,
+        routes: [
+          {
+            method: 'GET',
+            path: '/things',
+            query: { limit: '7' },
+            schemas: {
+              query: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 10 } } },
+            },
+          },
+          { method: 'GET', path: '/things/:id', params: { id: '12' } },
+        ],
+        count: 0,
+        seed: 7,
+        dialect: problemDetailsDialect,
+        bodyLimit: testing.DIALECT_TEST_BODY_LIMIT,
+        requestRules: testing.STRICT_REQUEST_RULES,
+      });
+      expect(report.integers.targets).toEqual(['GET /things query.limit', 'GET /things/:id params.id']);
+      // The kit's app has no guard against Ajv's coercion of `Infinity` (the services have one): the
+      // sweep finds it; every other value was refused.
+      const accepted = report.failures.filter((f) => f.status !== undefined).map((f) => f.request);
+      expect(accepted.sort()).toEqual(
+        ['GET /things?limit=-1e309 []', 'GET /things?limit=1e309 []', 'GET /things?limit=Infinity []'].sort(),
+      );
+      // limit: 2^31 - 1, -2^31, every out-of-range integer, fractions and non-finite values.
+      expect(report.integers.sent).toBe(24);
+      const unbounded = report.failures.map((f) => f.request);
+      for (const value of [
+        '9007199254740992',
+        '9223372036854775808',
+        '-9223372036854775809',
+        '1e+23',
+        '1e309',
+      ])
+        expect(unbounded).toContain(`GET /things/:id params.id = ${value}`);
+      expect(unbounded).not.toContain('GET /things/:id params.id = 2147483648');
+      expect(unbounded.filter((r) => r.startsWith('GET /things/:id'))).toHaveLength(
+        report.failures.length - accepted.length,
+      );
     } finally {
       await app.close();
     }

@@ -68,7 +68,12 @@ describe('hostile-input storm', () => {
       },
       'POST /api/users': { body: { username: 'storm', email: 'storm@example.com', password: 'password' } },
       'GET /api/users': { ...token, ...page },
-      'GET /api/users/{id}': { ...token, params: { id: 'bob' }, rules: { params: pathNames(bob.id, 'bob') } },
+      // An id as example (the route also takes a username): the integer sweep aims at it.
+      'GET /api/users/{id}': {
+        ...token,
+        params: { id: String(bob.id) },
+        rules: { params: pathNames(bob.id, 'bob') },
+      },
       'GET /api/me': token,
       'PUT /api/me': {
         ...token,
@@ -176,10 +181,42 @@ describe('hostile-input storm', () => {
     });
     console.log(
       `social storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
-        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}`,
+        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}; ` +
+        `integer sweep: ${report.integers.sent} requests to ${report.integers.targets.length} parameters`,
     );
     testing.assertStormClean(report);
     expect(report.sent).toBe(10_000);
+    // Issue #21: integers beyond 2^31, 2^53 and 2^63 (and their negatives, huge decimal and exponent
+    // forms) reached every integer parameter, and every answer above was a 4xx.
+    const collections = [
+      '/api/users',
+      '/api/me/following',
+      '/api/users/:id/following',
+      '/api/me/followers',
+      '/api/users/:id/followers',
+      '/api/posts',
+      '/api/users/:id/posts',
+      '/api/feed',
+    ];
+    const pathIds = [
+      'GET /api/users/:id',
+      'GET /api/users/:id/following',
+      'GET /api/users/:id/followers',
+      'GET /api/me/following/:id',
+      'POST /api/me/following/:id',
+      'DELETE /api/me/following/:id',
+      'GET /api/posts/:id',
+      'PUT /api/posts/:id',
+      'DELETE /api/posts/:id',
+      'GET /api/users/:id/posts',
+    ];
+    expect([...report.integers.targets].sort()).toEqual(
+      [
+        ...collections.flatMap((path) => [`GET ${path} query.limit`, `GET ${path} query.offset`]),
+        ...pathIds.map((route) => `${route} params.id`),
+      ].sort(),
+    );
+    expect(report.integers.sent).toBeGreaterThanOrEqual(report.integers.targets.length * 17);
     expect(await testing.tableRowCounts(database)).toEqual(before);
 
     // Still serving: alice's feed, and a new post.

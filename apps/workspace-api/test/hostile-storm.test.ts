@@ -1,4 +1,5 @@
 import * as testing from '@platform/http-kit/testing';
+import { MAX_ID } from '@platform/schema';
 import { BODY_LIMIT } from '../src/config';
 import { kasmDialect } from '../src/errors';
 import { dashed } from './support/kasm';
@@ -28,10 +29,13 @@ describe('hostile-input storm', () => {
   const nonBlank: Schema = { type: 'string', pattern: '\\S' };
   const optionalName: Schema = { type: 'string', nullable: true, pattern: '\\S', maxLength: 255 };
   const priority: Schema = { type: 'integer', nullable: true, minimum: 1, maximum: 4095 };
+  /** Pages go through JavaScript numbers: any exact integer from 1 (past the end: an empty page). */
   const paging = {
-    page: { type: 'integer', nullable: true, minimum: 1 },
+    page: { type: 'integer', nullable: true, minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
     page_size: { type: 'integer', nullable: true, minimum: 1, maximum: 1000 },
   };
+  /** A count stored in an `integer` (int4) column. */
+  const count = (nullable: boolean): Schema => ({ type: 'integer', nullable, minimum: 0, maximum: MAX_ID });
   /** A group by id (which wins) or by its exact name. */
   const groupByIdOrName = (hex: string, name: string): Schema => ({
     type: 'object',
@@ -51,7 +55,7 @@ describe('hostile-input storm', () => {
         minItems: 1,
         items: { type: 'string', pattern: '^[0-9]+\\.[0-9]+\\.x$' },
       },
-      uncompressed_size_mb: { type: 'integer', minimum: 0 },
+      uncompressed_size_mb: count(false),
     },
     {
       categories: { type: 'array', nullable: true, items: { type: 'string' } },
@@ -60,8 +64,8 @@ describe('hostile-input storm', () => {
       exec_config: { type: 'object', nullable: true },
       notes: { type: 'string', nullable: true },
       cores: { type: 'number', nullable: true },
-      memory: { type: 'integer', nullable: true },
-      gpu_count: { type: 'integer', nullable: true },
+      memory: count(true),
+      gpu_count: count(true),
     },
   );
 
@@ -232,10 +236,30 @@ describe('hostile-input storm', () => {
     });
     console.log(
       `workspace storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
-        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}`,
+        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}; ` +
+        `integer sweep: ${report.integers.sent} requests to ${report.integers.targets.length} parameters`,
     );
     testing.assertStormClean(report);
     expect(report.sent).toBe(10_000);
+    // Issue #21: integers beyond 2^31, 2^53 and 2^63 (and their negatives, huge decimal and exponent
+    // forms) reached every integer parameter, and every answer above was a 4xx.
+    const fieldsOf = (name: string, ...fields: string[]) =>
+      fields.map((field) => `POST /api/public/${name} body.${field}`);
+    expect([...report.integers.targets].sort()).toEqual(
+      [
+        ...fieldsOf('get_users', 'page', 'page_size'),
+        ...fieldsOf('get_users_group', 'page', 'page_size'),
+        ...fieldsOf('create_group', 'target_group.priority'),
+        ...fieldsOf('update_group', 'target_group.priority'),
+        ...fieldsOf(
+          'install_workspace',
+          'workspace.uncompressed_size_mb',
+          'workspace.memory',
+          'workspace.gpu_count',
+        ),
+      ].sort(),
+    );
+    expect(report.integers.sent).toBeGreaterThanOrEqual(report.integers.targets.length * 17);
     expect(await testing.tableRowCounts(database)).toEqual(before);
 
     // Still serving: a read and a write over HTTP.

@@ -127,6 +127,41 @@ export const UNICODE_EDGE_STRINGS: readonly string[] = [
 ];
 
 /**
+ * Integers beyond the ranges an integer parameter can have (int4, JavaScript's exact integers 2^53,
+ * int8), their negatives, huge decimal texts and exponent forms of them, as JSON numbers and texts
+ * write them (`1e+23` is what `String(1e23)` gives). Integers a server reads as numbers either refuse
+ * them or name nothing with them: PostgreSQL must never see one it cannot hold.
+ */
+export const OUT_OF_RANGE_INTEGERS: readonly string[] = [
+  '2147483648',
+  '-2147483649',
+  '4294967296',
+  '9007199254740992',
+  '9007199254740993',
+  '-9007199254740993',
+  '9223372036854775807',
+  '9223372036854775808',
+  '-9223372036854775809',
+  '18446744073709551616',
+  '99999999999999999999999',
+  '-99999999999999999999999',
+  '1e+23',
+  '1E23',
+  '-1e23',
+  '2.147483648e9',
+  '9.3e18',
+];
+
+/** Numbers that are not integers at all, next to the boundaries: fractions, non-finite. */
+const NOT_INTEGERS: readonly string[] = ['2147483647.5', '1.5', '1e309', '-1e309'];
+
+/** A text as sent in a URL: a `+` would be read as a space. */
+const inUrl = (text: string) => text.replace(/\+/g, '%2B');
+
+/** The integers at the edge of int4 itself, sent where the schemas refuse them (a bound of their own). */
+const INT4_EDGES: readonly string[] = ['2147483647', '-2147483648'];
+
+/**
  * JSON values no schema field accepts in every form: texts (empty, blank, huge, NUL, unicode edge
  * cases, numbers as text), numbers (non-finite, -0, huge, fractional, out of 32-bit range), booleans,
  * null, arrays and objects (empty, nested 10,000 deep, with NUL keys). `huge` bounds the longest text.
@@ -160,6 +195,8 @@ export function hostileJsonValues(huge: number): HostileValue[] {
     literal('-2^31-1', -2147483649),
     raw('2^53+1', '9007199254740993', Number('9007199254740993')),
     raw('huge integer', '123456789012345678901234567890', Number('123456789012345678901234567890')),
+    ...OUT_OF_RANGE_INTEGERS.map((text) => raw(`integer ${text}`, text, Number(text))),
+    ...OUT_OF_RANGE_INTEGERS.map((text) => literal(`integer text ${text}`, text)),
     raw('1e309', '1e309', Infinity),
     raw('-1e309', '-1e309', -Infinity),
     raw('1e400', '1e400', Infinity),
@@ -197,9 +234,7 @@ export const HOSTILE_TEXTS: readonly string[] = [
   '0',
   '-0',
   '1.5',
-  '2147483648',
-  '99999999999999999999999',
-  '9007199254740993',
+  ...OUT_OF_RANGE_INTEGERS.map(inUrl),
   'abc',
   '',
   '%20',
@@ -440,6 +475,11 @@ export interface StormReport {
   /** Requests by the mutation that makes them invalid. */
   mutations: Record<string, number>;
   failures: StormFailure[];
+  /**
+   * The integer sweep: every integer parameter of every route (`"METHOD /path part.field"`), each
+   * sent every out-of-range integer its schemas and rules refuse (`sent` requests in all).
+   */
+  integers: { targets: string[]; sent: number };
   durationMs: number;
 }
 
@@ -596,6 +636,88 @@ function cloneBody(body: unknown): unknown {
 
 const encodeParam = (text: string) => encodeURIComponent(text);
 
+// ---------------------------------------------------------------------------------------------------
+// Integer parameters
+
+/** A parameter the integer sweep aims at: where it is, and its name (a body field's path). */
+interface IntegerTarget {
+  part: 'params' | 'query' | 'body';
+  path: string[];
+}
+
+/** A schema with its alternatives and conditional branches, each a place a field may be declared. */
+function branches(node: JsonSchema): JsonSchema[] {
+  const nested = ['anyOf', 'oneOf', 'allOf'].flatMap((k) => (node[k] as JsonSchema[] | undefined) ?? []);
+  const conditional = ['then', 'else'].map((k) => node[k] as JsonSchema | undefined).filter((n) => !!n);
+  return [node, ...[...nested, ...conditional].flatMap(branches)];
+}
+
+/** Every declaration of the field at `path` in `schemas`. */
+function declarationsAt(schemas: (JsonSchema | undefined)[], path: string[]): JsonSchema[] {
+  let nodes = schemas.filter((n): n is JsonSchema => !!n);
+  for (const key of path)
+    nodes = nodes
+      .flatMap(branches)
+      .map((n) => (n.properties as Record<string, JsonSchema> | undefined)?.[key])
+      .filter((n): n is JsonSchema => !!n);
+  return nodes.flatMap(branches);
+}
+
+function exampleAt(example: unknown, path: string[]): unknown {
+  let node = example;
+  for (const key of path) node = isPlainObject(node) ? node[key] : undefined;
+  return node;
+}
+
+/**
+ * Whether a parameter is an integer: declared `integer` by its schema or the handler's rules, or
+ * given an integer example (digits in a path or query, an integer in a body) where nothing declares
+ * it a (fractional) number.
+ */
+function isIntegerParameter(declarations: JsonSchema[], example: unknown): boolean {
+  const types = declarations.flatMap((d) => [d.type].flat()).filter((t) => typeof t === 'string');
+  if (types.includes('integer')) return true;
+  if (types.includes('number')) return false;
+  return typeof example === 'number' ? Number.isInteger(example) : /^-?[0-9]+$/.test(String(example ?? ''));
+}
+
+/** The integer parameters of a route, in its path, query string and body. */
+export function integerParameters(route: HostileRoute): IntegerTarget[] {
+  const targets: IntegerTarget[] = [];
+  for (const part of ['params', 'query'] as const) {
+    const example = part === 'params' ? route.params : route.query;
+    const declared = [route.schemas?.[part], route.rules?.[part]];
+    const names = new Set([
+      ...declared.flatMap((d) => Object.keys((d?.properties ?? {}) as object)),
+      ...Object.keys(example ?? {}),
+    ]);
+    for (const name of names)
+      if (isIntegerParameter(declarationsAt(declared, [name]), example?.[name]))
+        targets.push({ part, path: [name] });
+  }
+  const declared = [route.schemas?.body, route.rules?.body];
+  for (const path of fieldPaths(declared, route.body))
+    if (isIntegerParameter(declarationsAt(declared, path), exampleAt(route.body, path)))
+      targets.push({ part: 'body', path });
+  return targets;
+}
+
+/** What the sweep sends to an integer in a path or query string (as sent), and in a JSON body. */
+const SWEEP_TEXTS = [...INT4_EDGES, ...OUT_OF_RANGE_INTEGERS, ...NOT_INTEGERS, 'Infinity'].map(inUrl);
+const SWEEP_JSON: HostileValue[] = [
+  ...[...INT4_EDGES, ...OUT_OF_RANGE_INTEGERS, ...NOT_INTEGERS].map((text) => raw(text, text, Number(text))),
+  ...['2147483648', '-2147483649', '9223372036854775808', '99999999999999999999999', '1e+23'].map((text) =>
+    literal(`"${text}"`, text),
+  ),
+];
+
+/** One request of the integer sweep, or a value the route's schemas and rules would let through. */
+interface SweepItem {
+  target: string;
+  value: string;
+  generated?: Generated;
+}
+
 /** Generates the storm's requests, one at a time, deterministically from its seed. */
 export class HostileGenerator {
   readonly random: Random;
@@ -684,6 +806,45 @@ export class HostileGenerator {
     const draft = this.example(route);
     this.mutate('wrong method', route, draft);
     return { request: this.build(route, draft), mutation: 'wrong method', reasons: ['wrong method'] };
+  }
+
+  /**
+   * The integer sweep of one route: each integer parameter (`integerParameters`) set, with valid
+   * credentials, to every value of the sweep. A value the schemas and rules refuse becomes a request
+   * the service must refuse. A value they accept that is no exact JavaScript integer is reported
+   * without a request (`generated` absent): the route declares no range for that parameter. One
+   * within the exact integers (2^31, the int4 edges) they accept is not sent: a bigint may hold it.
+   */
+  integerSweep(route: HostileRoute): SweepItem[] {
+    const items: SweepItem[] = [];
+    for (const target of integerParameters(route)) {
+      const label = `${route.method} ${route.path} ${target.part}.${target.path.join('.')}`;
+      const values = target.part === 'body' ? SWEEP_JSON : SWEEP_TEXTS.map((t) => raw(t, t, t));
+      for (const value of values) {
+        const draft = this.example(route);
+        if (route.auth && this.options.authenticate)
+          this.options.authenticate(draft, 'valid', this.random, route);
+        const name = target.path[0];
+        if (target.part === 'params') draft.pathParams[name] = value.json;
+        else if (target.part === 'query') {
+          draft.query = draft.query.filter(([k]) => k !== name);
+          draft.query.push([name, value.json]);
+        } else if (isPlainObject(draft.body) || draft.body === undefined)
+          draft.body = setPath(draft.body ?? {}, target.path, new HostileLeaf(value));
+        else continue;
+        const text = target.part === 'body' ? value.json : safeDecode(value.json);
+        const reasons = this.schemaReasons(route, draft);
+        if (reasons.length)
+          items.push({
+            target: label,
+            value: text,
+            generated: { request: this.build(route, draft), mutation: 'integer out of range', reasons },
+          });
+        else if (!Number.isSafeInteger(Number(typeof value.value === 'string' ? value.value : text)))
+          items.push({ target: label, value: text });
+      }
+    }
+    return items;
   }
 
   private example(route: HostileRoute): DraftRequest {
@@ -1052,6 +1213,7 @@ export async function runHostileStorm(options: StormOptions): Promise<StormRepor
     statuses: {},
     mutations: {},
     failures: [],
+    integers: { targets: [], sent: 0 },
     durationMs: 0,
   };
   const record = (
@@ -1102,6 +1264,34 @@ export async function runHostileStorm(options: StormOptions): Promise<StormRepor
     }
   };
   await Promise.all(Array.from({ length: options.concurrency ?? 8 }, worker));
+
+  // The integer sweep: every integer parameter, every out-of-range integer (not drawn at random).
+  const sweep = options.routes.flatMap((route) => generator.integerSweep(route));
+  report.integers.targets = [...new Set(sweep.map((item) => item.target))];
+  for (const item of sweep)
+    if (!item.generated)
+      report.failures.push({
+        request: `${item.target} = ${item.value}`,
+        reasons: ['an integer beyond JavaScript’s exact integers'],
+        problems: ['its schemas and rules accept it: declare the parameter’s range'],
+      });
+  const requests = sweep.flatMap((item) => (item.generated ? [item.generated] : []));
+  let nextSweep = 0;
+  const sweeper = async () => {
+    while (nextSweep < requests.length) {
+      const generated = requests[nextSweep++];
+      record(
+        {
+          description: describeRequest(generated.request),
+          mutation: generated.mutation,
+          reasons: generated.reasons,
+        },
+        await send(agent, base, generated.request),
+      );
+      report.integers.sent++;
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency ?? 8 }, sweeper));
   agent.destroy();
 
   for (const route of options.routes) {
@@ -1142,7 +1332,7 @@ export function assertStormClean(report: StormReport, shown = 15): void {
     );
   throw new Error(
     `hostile storm with seed ${report.seed} (replay: HOSTILE_SEED=${report.seed}): ` +
-      `${report.failures.length} of ${report.sent + report.framing} requests were not refused in the dialect\n` +
+      `${report.failures.length} of ${report.sent + report.framing + report.integers.sent} requests were not refused in the dialect\n` +
       lines.join('\n'),
   );
 }
