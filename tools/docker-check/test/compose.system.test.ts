@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
@@ -231,19 +231,51 @@ describe('docker-compose.yml on a real engine', () => {
     expect(await docs.text()).toContain('swagger');
   });
 
+  /** compose's bootstrap admin key: its name from the compose file, its secret from the log (printed once). */
+  const bootstrap = { api_key: '', api_key_secret: '' };
+  const callWorkspace = (operation: string, body: object) =>
+    fetch(url('workspace-api', `/api/public/${operation}`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...bootstrap, ...body }),
+    });
+
+  it('publishes every port on 127.0.0.1 only: not on another address of this host, postgres not at all', async () => {
+    for (const app of APPS) {
+      const bindings = must(DOCKER, ['port', containerOf(app)])
+        .trim()
+        .split('\n');
+      expect({ app, bindings }).toEqual({ app, bindings: [expect.stringMatching(/ -> 127\.0\.0\.1:\d+$/)] });
+    }
+    expect(must(DOCKER, ['port', containerOf('postgres')]).trim()).toBe('');
+    // Through an address of this host that is not loopback, nothing answers on the published ports.
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+    expect(external).toBeDefined();
+    for (const app of APPS) {
+      const reached = await fetch(`http://${external}:${ports[app]}/healthz`).then(
+        () => true,
+        () => false,
+      );
+      expect({ app, external, reached }).toEqual({ app, external, reached: false });
+      expect((await fetch(url(app, '/healthz'))).status).toBe(200);
+    }
+  });
+
   it("workspace-api: a user created with compose's bootstrap admin key reads back; /docs loads", async () => {
-    const compose = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
-    const credentials = {
-      api_key: /BOOTSTRAP_API_KEY: \$\{[A-Z_]+:-([^}]+)\}/.exec(compose)?.[1],
-      api_key_secret: /BOOTSTRAP_API_KEY_SECRET: \$\{[A-Z_]+:-([^}]+)\}/.exec(compose)?.[1],
-    };
-    expect(credentials.api_key && credentials.api_key_secret).toBeTruthy();
-    const call = (operation: string, body: object) =>
-      fetch(url('workspace-api', `/api/public/${operation}`), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...credentials, ...body }),
-      });
+    const composeFile = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
+    bootstrap.api_key = /BOOTSTRAP_API_KEY: \$\{[A-Z_]+:-([^}]+)\}/.exec(composeFile)?.[1] ?? '';
+    // No secret is shipped: the first start generated one and printed it once.
+    const printed = compose('logs', '--no-color', 'workspace-api')
+      .split('\n')
+      .map((line) => /"apiKeySecret":"([A-Za-z0-9]+)"/.exec(line)?.[1])
+      .filter(Boolean);
+    expect(printed).toHaveLength(1);
+    bootstrap.api_key_secret = printed[0]!;
+    expect(bootstrap.api_key).toMatch(/^[A-Za-z0-9]+$/);
+    expect(bootstrap.api_key_secret).toMatch(/^[A-Za-z0-9]{32}$/);
+    const call = callWorkspace;
     const created = await call('create_user', {
       target_user: { username: 'Compose.User', password: 'Pa55word!' },
     });
@@ -256,6 +288,46 @@ describe('docker-compose.yml on a real engine', () => {
     const docs = await fetch(url('workspace-api', '/docs'));
     expect(docs.status).toBe(200);
   });
+
+  it('workspace-api in production mode (the image) refuses the old public bootstrap secret and does not start', () => {
+    const refused = run(
+      composeBin,
+      [...composePre, '-p', PROJECT, '-f', 'docker-compose.yml', 'run', '--rm', '--no-deps', 'workspace-api'],
+      { ...composeEnv, WORKSPACE_BOOTSTRAP_API_KEY_SECRET: 'local-admin-secret-change-me-0001' },
+    );
+    expect(refused.ok).toBe(false);
+    expect(refused.stdout + refused.stderr).toContain(
+      'BOOTSTRAP_API_KEY_SECRET: this value is written in the repository',
+    );
+  }, 120_000);
+
+  it('workspace-api: a bootstrap key disabled with `keys disable` stays disabled after a restart', async () => {
+    expect(bootstrap.api_key_secret).not.toBe('');
+    const disabled = compose(
+      'exec',
+      '-T',
+      'workspace-api',
+      'node',
+      'apps/workspace-api/dist/cli.js',
+      'keys',
+      'disable',
+      bootstrap.api_key,
+    );
+    expect(disabled).toContain(`disabled ${bootstrap.api_key}`);
+    const restart = Date.now();
+    compose('restart', 'workspace-api');
+    const status = await waitHealthy(['workspace-api'], 120_000);
+    figures.push(`workspace-api restart → healthy ${elapsed(restart)} s`);
+    expect(status).toEqual({ 'workspace-api': 'healthy' });
+    const answer = await callWorkspace('validate_credentials', {});
+    expect({ status: answer.status, body: await json(answer) }).toEqual({
+      status: 403,
+      body: { error_message: 'Access Denied' },
+    });
+    expect(compose('logs', '--no-color', 'workspace-api')).toContain(
+      `bootstrap key ${bootstrap.api_key} is disabled and stays disabled`,
+    );
+  }, 180_000);
 
   const social = { token: '', postId: 0, text: `compose test ${PROJECT}` };
 
