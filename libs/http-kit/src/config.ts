@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { DEFAULT_LOCAL_PG_PORT, DEFAULT_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '@platform/db';
 import { EnvFlag } from '@platform/schema';
+import { MAX_CONNECTIONS_PER_ADDRESS } from './server-options';
 
 /**
  * The environment every service reads, with its own defaults; a service spreads these properties
@@ -47,6 +48,13 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
       default: 'false',
       description: '`true`, `false`, or addresses/CIDRs of trusted proxies',
     }),
+    MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000,
+      default: MAX_CONNECTIONS_PER_ADDRESS,
+      description:
+        'Open connections one client address may hold; one more is closed at once (0: no cap). Trusted proxies (TRUST_PROXY) are exempt',
+    }),
     LOG_LEVEL: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },
@@ -80,6 +88,8 @@ export interface ServiceConfig {
   shutdownDrainMs: number;
   corsOrigins: '*' | string[];
   trustProxy: boolean | string;
+  /** Open connections per client address (0: no cap); trusted proxies are exempt. */
+  maxConnectionsPerAddress?: number;
   logLevel: string;
   logFormat: 'json' | 'pretty';
   /** Bearer token /metrics requires; unset: /metrics is open. */
@@ -109,6 +119,7 @@ export function serviceConfig(e: ServiceEnv): ServiceConfig {
             .map((o) => o.trim())
             .filter(Boolean),
     trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
+    maxConnectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',
     metricsToken: e.METRICS_TOKEN || undefined,

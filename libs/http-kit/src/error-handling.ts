@@ -1,9 +1,10 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { validationMessageOf, type FieldError } from '@platform/schema';
 import { RequestValidationError } from './errors';
 import type { AjvError, ErrorDialect, Problem, ValidationLocation } from './dialects';
+import { noteRejection } from './request-line';
 
 export interface ErrorHandlingOptions {
   dialect: ErrorDialect;
@@ -12,6 +13,34 @@ export interface ErrorHandlingOptions {
   bodyLimit: number;
   /** The 404 detail for unknown paths, when a service's clients expect fixed wording (e.g. "Not Found"). */
   notFoundDetail?: string;
+  /**
+   * `pretty`: a refused request's detail goes on its one request line (`OneLinePerRequest`) instead of a
+   * line of its own. Default `json`: a `request rejected` entry per refused request.
+   */
+  logFormat?: 'json' | 'pretty';
+}
+
+/** The database wording of a 503, for errors meaning the database cannot be reached. */
+export const DATABASE_UNAVAILABLE_DETAIL =
+  'The service is temporarily unavailable (database unreachable); try again shortly';
+
+/** Said (to no one: the connection is gone) when a client abandons its request half-sent. */
+const CLIENT_ABORTED: Problem = {
+  status: 400,
+  detail: 'The client closed the connection before its request was complete',
+};
+const STREAM_ABORTS = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+/**
+ * True when `error` is the client's own doing: its request stream failed (Node destroys it with
+ * `ECONNRESET` "aborted" when the client hangs up mid-body) or its connection is gone with a reset.
+ * Such errors share codes with a database outage (`ECONNRESET`), but nothing of ours is down.
+ */
+export function isClientAbort(error: unknown, request: FastifyRequest): boolean {
+  const raw = request.raw;
+  if (error && raw.errored === error) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && STREAM_ABORTS.has(code) && (raw.socket?.destroyed ?? true);
 }
 
 const FIXED: Record<
@@ -58,12 +87,15 @@ export function toProblem(error: unknown, options: ErrorHandlingOptions): Proble
     return { ...fixed, detail: typeof fixed.detail === 'function' ? fixed.detail(options) : fixed.detail };
   if (error instanceof SyntaxError && e.statusCode === 400)
     return { status: 400, detail: 'Malformed JSON body', malformedBody: true };
-  if (options.isUnavailable?.(error) || e.statusCode === 503) {
+  if (options.isUnavailable?.(error) || e.code === 'PLATFORM_UNAVAILABLE')
+    return { status: 503, detail: DATABASE_UNAVAILABLE_DETAIL };
+  // Another 503 (a full hashing queue, a service shutting down) says what it is, not "database".
+  if (e.statusCode === 503)
     return {
       status: 503,
-      detail: 'The service is temporarily unavailable (database unreachable); try again shortly',
+      detail:
+        typeof e.message === 'string' && e.message ? e.message : 'The service is busy; try again shortly',
     };
-  }
   const status = Number(e.statusCode);
   if (Number.isInteger(status) && status >= 400 && status < 500) {
     return { status, detail: typeof e.message === 'string' && e.message ? e.message : 'Bad request' };
@@ -160,24 +192,43 @@ export const errorHandling = fp(
       }
     });
 
+    const oneLine = options.logFormat === 'pretty';
     const send = (reply: FastifyReply, problem: Problem) => {
+      if (oneLine && problem.status < 500) noteRejection(reply.request, problem.detail);
       if (problem.status === 503) reply.header('retry-after', '5');
       return reply.status(problem.status).type(dialect.contentType).send(dialect.body(problem));
     };
 
     app.setErrorHandler((error, request, reply) => {
+      if (isClientAbort(error, request)) {
+        // The client's event, not ours: never a dependency warning or a 503 in the metrics.
+        request.log.info({ code: (error as { code?: string }).code }, 'client aborted the request');
+        return send(reply, CLIENT_ABORTED);
+      }
       const problem = toProblem(error, options);
+      const code = (error as { code?: string }).code;
       if (problem.status === 500) request.log.error({ err: error }, 'unexpected error');
-      else if ((error as { code?: string }).code === 'PLATFORM_SHUTTING_DOWN')
-        request.log.info('not ready: shutting down');
-      else if (problem.status === 503) request.log.warn({ err: error }, 'dependency unavailable');
-      else request.log.info({ status: problem.status, detail: problem.detail }, 'request rejected');
+      else if (code === 'PLATFORM_SHUTTING_DOWN') request.log.info('not ready: shutting down');
+      else if (problem.status === 503 && problem.detail === DATABASE_UNAVAILABLE_DETAIL)
+        request.log.warn({ err: error }, 'dependency unavailable');
+      else if (problem.status === 503) request.log.info({ code, detail: problem.detail }, 'busy');
+      else if (!oneLine)
+        request.log.info({ status: problem.status, detail: problem.detail }, 'request rejected');
       return send(reply, problem);
     });
 
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0];
       const allowed = [...methods].filter((m) => m !== request.method && known.find(m, path)).sort();
+      if (!methods.has(request.method as HTTPMethod) && request.method !== 'OPTIONS') {
+        // A method no route of the service takes (TRACE, PROPFIND...), on any path: a 405 naming what
+        // this path takes (an empty Allow when nothing: RFC 9110, 10.2.1).
+        reply.header('allow', allowed.join(', '));
+        return send(reply, {
+          status: 405,
+          detail: `Method ${request.method} is not supported${allowed.length ? `; ${path} takes ${allowed.join(', ')}` : ''}`,
+        });
+      }
       if (allowed.length) {
         reply.header('allow', allowed.join(', '));
         return send(reply, {

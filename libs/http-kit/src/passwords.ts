@@ -84,10 +84,13 @@ export function passwordHashingConfig(e: PasswordHashingEnv): PasswordHashingCon
   };
 }
 
-/** Every hashing slot is taken and the queue is full: the caller should come back shortly. */
+/**
+ * Every hashing slot is taken and the queue is full: the caller should come back shortly. A 503
+ * that says so (with Retry-After), not "database unreachable": the database is fine.
+ */
 export const PasswordHashingBusyError = createError(
   'PLATFORM_HASHING_BUSY',
-  'Too many password checks at once; try again shortly',
+  'Too many password checks are waiting; try again in a few seconds',
   503,
 );
 

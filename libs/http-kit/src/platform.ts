@@ -1,9 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import cors from '@fastify/cors';
-import helmet from 'helmet';
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import metrics from 'fastify-metrics';
@@ -13,7 +11,10 @@ import { reasonPhrase, type ErrorDialect } from './dialects';
 import { createError, ServiceUnavailableError, ShuttingDownError } from './errors';
 import { requestRules, type RequestRulesOptions } from './request-rules';
 import { routeMetrics } from './route-metrics';
+import { SECURITY_HEADERS } from './security-headers';
 import { closeConnectionsWhileDraining } from './shutdown';
+
+export { headersOf, SECURITY_HEADERS } from './security-headers';
 
 const MetricsUnauthorizedError = createError(
   'PLATFORM_METRICS_UNAUTHORIZED',
@@ -53,6 +54,11 @@ export interface PlatformOptions {
   };
   /** When set, /metrics requires `Authorization: Bearer <metricsToken>` (401 otherwise). */
   metricsToken?: string;
+  /**
+   * The logs' format, as given to `serverOptions`: `pretty` puts why a request was refused on its one
+   * request line (`OneLinePerRequest`), `json` logs a `request rejected` entry.
+   */
+  logFormat?: 'json' | 'pretty';
   cors: {
     /** `'*'` for any origin, `'reflect'` to echo any origin back (with credentials), or a list of allowed origins (empty: CORS off, no CORS header at all). */
     origins: '*' | 'reflect' | string[];
@@ -111,6 +117,7 @@ export const platform = fp(
       isUnavailable: options.isUnavailable,
       bodyLimit: options.bodyLimit,
       notFoundDetail: options.notFoundDetail,
+      logFormat: options.logFormat,
     });
     await app.register(requestRules, options.requestRules);
     closeConnectionsWhileDraining(app);
@@ -164,23 +171,10 @@ export const platform = fp(
       strictPreflight: false,
       maxAge: 600,
     });
-    // helmet's headers, worked out once: they depend on its options only (no nonce), so its
-    // middleware runs at start against a recorder, and each response gets the recorded list. Running
-    // the middleware per request (13 functions, a setHeader each) cost about 0.01 ms of a small
-    // authenticated read's 0.17 ms of CPU (tools/bench compare). Swagger UI sets its own CSP
-    // (staticCSP), which replaces helmet's; pages we serve load only same-origin scripts.
-    const securityHeaders = await headersOf(
-      helmet({
-        contentSecurityPolicy: {
-          directives: {
-            'script-src': ["'self'"],
-            'img-src': ["'self'", 'data:'],
-            'upgrade-insecure-requests': null,
-          },
-        },
-        crossOriginResourcePolicy: { policy: 'cross-origin' },
-      }),
-    );
+    // helmet's headers, worked out once (see SECURITY_HEADERS): running its middleware per request
+    // (13 functions, a setHeader each) cost about 0.01 ms of a small authenticated read's 0.17 ms of
+    // CPU (tools/bench compare).
+    const securityHeaders = SECURITY_HEADERS;
     app.addHook('onRequest', (_request, reply, done) => {
       reply.headers(securityHeaders);
       done();
@@ -274,27 +268,3 @@ export const platform = fp(
   },
   { name: '@platform/platform', fastify: '5.x' },
 );
-
-type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
-
-/**
- * The headers a request-independent middleware (helmet's) sets, recorded once against a stand-in
- * response: names lowercased, values as it gives them. It must set, not remove or read.
- */
-export async function headersOf(middleware: Middleware): Promise<Record<string, string>> {
-  const headers: Record<string, string> = {};
-  const res = {
-    setHeader(name: string, value: string | number | readonly string[]) {
-      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
-      return res;
-    },
-    // helmet takes `X-Powered-By` away; Node never sets it.
-    removeHeader() {},
-  };
-  await new Promise<void>((resolve, reject) =>
-    middleware({ headers: {} } as IncomingMessage, res as unknown as ServerResponse, (error) =>
-      error ? reject(error as Error) : resolve(),
-    ),
-  );
-  return headers;
-}

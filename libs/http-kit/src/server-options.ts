@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type ServerOptions } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerOptions } from 'node:http';
+import { BlockList, isIPv4, isIPv6, type Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import AjvCompiler from '@fastify/ajv-compiler';
+import pinoPretty from 'pino-pretty';
 import { annotationKeywords } from '@platform/schema';
 import { reasonPhrase, type ErrorDialect, type Problem } from './dialects';
 import { toProblem } from './error-handling';
+import { redactUrl } from './redact-url';
+import { noteRejection, OneLinePerRequest } from './request-line';
+import { SECURITY_HEADERS } from './security-headers';
 
 export interface ServerOptionsInput {
   logLevel?: string;
@@ -33,70 +37,71 @@ export interface ServerOptionsInput {
   keepAliveTimeoutMs?: number;
   /** Concurrent connections beyond which new ones are refused, so they cannot exhaust file descriptors (default 4096). */
   maxConnections?: number;
+  /**
+   * Open connections one client address may hold (default 256; 0: no cap); one more is closed at
+   * once, so a single address cannot take every slot of `maxConnections`. Trusted proxies
+   * (`trustProxy`) are exempt: every client behind them shares their address, and the balancer
+   * applies its own per-client limit.
+   */
+  maxConnectionsPerAddress?: number;
+  /**
+   * Where pretty logs go (default: standard output); tests capture them here. JSON logs always go
+   * to standard output.
+   */
+  logDestination?: NodeJS.WritableStream;
 }
+
+/** Default of `maxConnectionsPerAddress`. */
+export const MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /** Longest path parameter; a longer one is a 414 (the router would otherwise refuse at 100 characters). */
 export const MAX_PARAM_LENGTH = 500;
 
-/** Query parameters whose values never reach a log line (case-insensitive). */
-export const SECRET_QUERY_PARAMETERS = [
-  'token',
-  'access_token',
-  'refresh_token',
-  'id_token',
-  'password',
-  'api_key',
-  'api_key_secret',
-  'client_secret',
-  'secret',
-  'code',
-];
-const SECRET_QUERY = new Set(SECRET_QUERY_PARAMETERS);
-
-/** `url` with the values of secret query parameters replaced by `[REDACTED]`. */
-export function redactUrl(url: string): string {
-  const start = url.indexOf('?');
-  if (start === -1) return url;
-  const query = url
-    .slice(start + 1)
-    .split('&')
-    .map((pair) => {
-      const equals = pair.indexOf('=');
-      const rawName = equals === -1 ? pair : pair.slice(0, equals);
-      let name = rawName;
-      try {
-        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-      } catch {
-        // a malformed name is logged as sent
-      }
-      return equals !== -1 && SECRET_QUERY.has(name.toLowerCase()) ? `${rawName}=[REDACTED]` : pair;
-    });
-  return `${url.slice(0, start)}?${query.join('&')}`;
-}
+export { redactUrl, SECRET_QUERY_PARAMETERS } from './redact-url';
 
 /**
- * Security headers for the error responses sent before hooks run (where helmet cannot add its own):
- * the ones helmet sets by default that matter for a JSON error body.
+ * The security headers of the answers written before any hook runs (malformed HTTP, a bad URL,
+ * CONNECT): helmet's, the same as every other answer's.
  */
-export const BARE_SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'cross-origin-resource-policy': 'cross-origin',
-  'referrer-policy': 'no-referrer',
-  'strict-transport-security': 'max-age=31536000; includeSubDomains',
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'SAMEORIGIN',
-};
+export const BARE_SECURITY_HEADERS: Readonly<Record<string, string>> = SECURITY_HEADERS;
 
 const CLIENT_ERRORS: Record<string, Problem> = {
   ERR_HTTP_REQUEST_TIMEOUT: { status: 408, detail: 'The request was not received in time' },
   HPE_HEADER_OVERFLOW: { status: 431, detail: 'Request headers are too large' },
+  HPE_INVALID_METHOD: { status: 400, detail: 'Unknown HTTP method' },
 };
 const MALFORMED_HTTP: Problem = { status: 400, detail: 'Malformed HTTP request' };
+const CONNECT_REFUSED: Problem = {
+  status: 405,
+  detail: 'Method CONNECT is not supported: this is not a proxy',
+};
 
 /**
- * Answers what Node refuses before Fastify sees a request (malformed HTTP, oversized headers, a
- * request not received in time) with a minimal raw response in the service's dialect, then closes
- * the connection. No hook can run here, so the security headers are written by hand.
+ * A whole HTTP/1.1 answer in the dialect, written on a socket where no hook can run: the security
+ * headers are added by hand, and the connection closes after it.
+ */
+function rawAnswer(dialect: ErrorDialect, problem: Problem, extra: Record<string, string> = {}): string {
+  const body = JSON.stringify(dialect.body(problem));
+  const headers = {
+    'content-type': dialect.contentType,
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close',
+    ...extra,
+    ...BARE_SECURITY_HEADERS,
+  };
+  return (
+    `HTTP/1.1 ${problem.status} ${reasonPhrase(problem.status)}\r\n` +
+    Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('') +
+    `\r\n${body}`
+  );
+}
+
+/**
+ * Answers what Node refuses before Fastify sees a request (malformed HTTP, an unknown method,
+ * oversized headers, a request not received in time) with a minimal raw response in the service's
+ * dialect, then closes the connection.
  */
 function clientErrorHandler(dialect: ErrorDialect) {
   return function onClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket) {
@@ -105,24 +110,73 @@ function clientErrorHandler(dialect: ErrorDialect) {
     this.log.debug({ code: error.code, status: problem.status }, 'client error');
     // A response already under way on this socket must not be corrupted by a second one.
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (socket.writable && !inFlight?.headersSent) {
-      const body = JSON.stringify(dialect.body(problem));
-      const headers = {
-        'content-type': dialect.contentType,
-        'content-length': String(Buffer.byteLength(body)),
-        connection: 'close',
-        ...BARE_SECURITY_HEADERS,
-      };
-      socket.write(
-        `HTTP/1.1 ${problem.status} ${reasonPhrase(problem.status)}\r\n` +
-          Object.entries(headers)
-            .map(([name, value]) => `${name}: ${value}\r\n`)
-            .join('') +
-          `\r\n${body}`,
-      );
-    }
+    if (socket.writable && !inFlight?.headersSent) socket.write(rawAnswer(dialect, problem));
     socket.destroy();
   };
+}
+
+/**
+ * Node hands a CONNECT request to the server's `connect` listeners instead of the request handler,
+ * and without one drops the connection unanswered: answered here, a 405 in the dialect.
+ */
+function refuseConnect(dialect: ErrorDialect) {
+  const answer = rawAnswer(dialect, CONNECT_REFUSED, { allow: '' });
+  return (_request: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => socket.destroy());
+    // A client that never closes its side is not kept.
+    socket.setTimeout(1000, () => socket.destroy());
+    socket.end(answer);
+  };
+}
+
+/** Whether an address is one of the trusted proxies' (`trustProxy`: true, or addresses and CIDRs). */
+function trustedProxies(trustProxy: boolean | string | undefined): (address: string) => boolean {
+  if (trustProxy === true) return () => true;
+  if (!trustProxy) return () => false;
+  const list = new BlockList();
+  // proxy-addr's (Fastify's) names for reserved ranges.
+  const named: Record<string, string[]> = {
+    loopback: ['127.0.0.1/8', '::1/128'],
+    linklocal: ['169.254.0.0/16', 'fe80::/10'],
+    uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+  };
+  for (const entry of trustProxy.split(',').flatMap((e) => named[e.trim()] ?? [e.trim()])) {
+    const [address, bits] = entry.split('/');
+    const type = isIPv4(address) ? 'ipv4' : isIPv6(address) ? 'ipv6' : undefined;
+    if (!type) continue;
+    if (bits === undefined) list.addAddress(address, type);
+    else list.addSubnet(address, Number(bits), type);
+  }
+  return (address) => {
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+    if (mapped) return list.check(mapped[1], 'ipv4');
+    return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
+  };
+}
+
+/**
+ * At most `cap` open connections per client address: one more is closed at once, before a byte of
+ * it is read, so one address (5,000 stalled uploads, say) cannot take every connection slot while
+ * other clients are refused. Its own connections still end by the server's timeouts, and then free
+ * their places.
+ */
+function capConnectionsPerAddress(server: Server, cap: number, exempt: (address: string) => boolean) {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress;
+    if (address === undefined || exempt(address)) return;
+    const count = open.get(address) ?? 0;
+    if (count >= cap) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count + 1);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -142,6 +196,8 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
   const keepAliveTimeout = input.keepAliveTimeoutMs ?? 72_000;
   const connectionTimeout = input.connectionTimeoutMs ?? 60_000;
   const maxConnections = input.maxConnections ?? 4096;
+  const perAddress = input.maxConnectionsPerAddress ?? MAX_CONNECTIONS_PER_ADDRESS;
+  const pretty = input.logFormat === 'pretty';
   const http: ServerOptions = {
     requestTimeout,
     headersTimeout,
@@ -167,15 +223,20 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
         ...(input.secretHeaders ?? []).map((name) => `req.headers[${JSON.stringify(name.toLowerCase())}]`),
         'res.headers["set-cookie"]',
       ],
-      ...(input.logFormat === 'pretty'
+      // In-process (a person reads it; no worker thread to lose lines at exit).
+      ...(pretty
         ? {
-            transport: {
-              target: 'pino-pretty',
-              options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' },
-            },
+            stream: pinoPretty({
+              translateTime: 'HH:MM:ss.l',
+              ignore: 'pid,hostname',
+              destination: input.logDestination ?? 1,
+              sync: true,
+            }),
           }
         : {}),
     },
+    // Pretty mode logs one line per request instead of Fastify's two entries.
+    ...(pretty ? { logController: new OneLinePerRequest() } : {}),
     // Honour a sane caller's request id (a proxy or another service) so one id follows a request
     // across logs. Fastify would take `requestIdHeader` verbatim, so genReqId reads it instead.
     requestIdHeader: false,
@@ -196,6 +257,8 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
       server.requestTimeout = requestTimeout;
       server.setTimeout(connectionTimeout);
       server.maxConnections = maxConnections;
+      if (perAddress > 0) capConnectionsPerAddress(server, perAddress, trustedProxies(input.trustProxy));
+      if (dialect) server.on('connect', refuseConnect(dialect));
       return server;
     },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -204,7 +267,8 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
           // A bad URL or an over-long path parameter fails before any hook: answered here in the dialect.
           frameworkErrors: (error, request, reply) => {
             const problem = toProblem(error, { dialect, bodyLimit: input.bodyLimit ?? 1024 * 1024 });
-            request.log.info({ status: problem.status, detail: problem.detail }, 'request rejected');
+            if (pretty) noteRejection(request, problem.detail);
+            else request.log.info({ status: problem.status, detail: problem.detail }, 'request rejected');
             void (reply as FastifyReply)
               .status(problem.status)
               .headers({ ...BARE_SECURITY_HEADERS, 'x-request-id': request.id })

@@ -44,6 +44,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
       logFormat: config.logFormat,
       bodyLimit: options.bodyLimit,
       trustProxy: config.trustProxy,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       secretHeaders: options.secretHeaders,
       dialect: options.dialect,
     }),
@@ -62,6 +63,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
     docs: options.docs,
     cors: options.cors,
     metricsToken: config.metricsToken,
+    logFormat: config.logFormat,
   });
   await app.register(databasePlugin, {
     config: config.database,

@@ -21,6 +21,7 @@ describe('service configuration', () => {
       shutdownDrainMs: 0,
       corsOrigins: '*',
       trustProxy: false,
+      maxConnectionsPerAddress: 256,
       logLevel: 'info',
       logFormat: 'json',
       metricsToken: undefined,
@@ -41,6 +42,7 @@ describe('service configuration', () => {
         LOG_FORMAT: 'pretty',
         SHUTDOWN_DRAIN_MS: '3000',
         REDIS_URL: 'redis://cache:6379/1',
+        MAX_CONNECTIONS_PER_ADDRESS: '0',
       }),
     );
     expect(config).toMatchObject({
@@ -52,6 +54,7 @@ describe('service configuration', () => {
       corsOrigins: ['http://a', 'http://b'],
       trustProxy: '10.0.0.0/8',
       logFormat: 'pretty',
+      maxConnectionsPerAddress: 0,
     });
   });
 

@@ -64,6 +64,7 @@ export async function dialectTestApp(
     },
     cors: { origins: ['http://allowed.example'], credentials: true },
     metricsToken: options.metricsToken,
+    logFormat: options.server?.logFormat,
   });
   app.post(
     '/things',
