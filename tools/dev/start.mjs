@@ -40,7 +40,9 @@ const children = apps.map((name, i) => {
   const label = `\x1b[${colours[i % colours.length]}m${name.padEnd(14)}\x1b[0m │ `;
   const child = spawn(process.execPath, [join('apps', name, 'dist', 'main.js')], {
     cwd: root,
-    env: { LOG_FORMAT: 'pretty', ...process.env },
+    // Pretty logs: one line per request. The service writes into a pipe, so it colours its lines
+    // only when told this launcher's terminal can show colours.
+    env: { LOG_FORMAT: 'pretty', ...(process.stdout.isTTY ? { FORCE_COLOR: '1' } : {}), ...process.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: a terminal's Ctrl-C reaches this launcher only, which then asks each
     // service once (a second signal would make a service skip its graceful shutdown).
