@@ -309,9 +309,19 @@ describe('404 Not Found', () => {
     ['GET', '/api/microblog/'],
     ['POST', '/api/microblog/like'],
     ['POST', '/api/posts'],
-    ['DELETE', '/api/microblog/1'],
   ])('unknown path under /api: %s %s', async (method, url) => {
     expectProblem(await send(method, url), 404);
+  });
+
+  // A method no route of the service takes is a 405 on any path (#21: unsupported methods are
+  // answered as such), with an empty Allow where the path takes nothing.
+  test.each([
+    ['DELETE', '/api/microblog/1', ''],
+    ['DELETE', '/api/microblog', 'GET, HEAD, POST'],
+  ])('a method the service never takes: %s %s', async (method, url, allow) => {
+    const res = await send(method, url);
+    expectProblem(res, 405);
+    expect(res.headers.allow).toBe(allow);
   });
 
   test.each(['/nope', '/index.php', '/docs-not-here', '/api-ish'])(
