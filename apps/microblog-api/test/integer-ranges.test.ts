@@ -1,4 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { inUrl, OUT_OF_RANGE_INTEGERS } from '@platform/http-kit/testing';
 import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
 /**
@@ -8,25 +9,10 @@ import { buildTestApp, storedTotals, type TestApp } from './support/app';
  * written as digits that no int4 holds names no post (404), as any unknown id.
  */
 
-/** Integers no int4 holds, as written in a URL or a JSON body (`%2B` is a literal `+` in a URL). */
-const BEYOND_INT4 = [
-  '2147483648',
-  '-2147483649',
-  '4294967296',
-  '9007199254740992',
-  '9007199254740993',
-  '-9007199254740993',
-  '9223372036854775807',
-  '9223372036854775808',
-  '-9223372036854775809',
-  '18446744073709551616',
-  '99999999999999999999999',
-  '-99999999999999999999999',
-  '1e23',
-  '2.147483648e9',
-];
-const IN_URL = [...BEYOND_INT4, '1e%2B23', 'Infinity', '-Infinity', '1e309', '2147483647.5'];
-const IN_JSON = [...BEYOND_INT4, '1E+23', '1e309', '-1e309', '2147483647.5', '1.5'];
+/** Integers no int4 holds, as the hostile generator sends them. */
+const BEYOND_INT4 = OUT_OF_RANGE_INTEGERS;
+const IN_URL = [...BEYOND_INT4.map(inUrl), 'Infinity', '-Infinity', '1e309', '2147483647.5'];
+const IN_JSON = [...BEYOND_INT4, '1e309', '-1e309', '2147483647.5', '1.5'];
 
 function expectProblem(res: LightMyRequestResponse, status: number, context: string) {
   expect({ context, status: res.statusCode }).toEqual({ context, status });

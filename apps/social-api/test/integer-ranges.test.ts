@@ -1,3 +1,4 @@
+import { inUrl, OUT_OF_RANGE_INTEGERS } from '@platform/http-kit/testing';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
 import { BAD_REQUEST, expectQueryErrors, NOT_FOUND } from './support/wire';
 
@@ -9,24 +10,8 @@ import { BAD_REQUEST, expectQueryErrors, NOT_FOUND } from './support/wire';
  * Flask's `<int:id>`). Never a 500.
  */
 
-/** Integers no int4 holds, as sent in a URL (`%2B` is a literal `+`, which a bare `+` is not). */
-const BEYOND_INT4 = [
-  '2147483648',
-  '-2147483649',
-  '4294967296',
-  '9007199254740992',
-  '9007199254740993',
-  '-9007199254740993',
-  '9223372036854775807',
-  '9223372036854775808',
-  '-9223372036854775809',
-  '18446744073709551616',
-  '99999999999999999999999',
-  '-99999999999999999999999',
-  '1e%2B23',
-  '1E23',
-  '2.147483648e9',
-];
+/** Integers no int4 holds, as the hostile generator sends them in a URL. */
+const BEYOND_INT4 = OUT_OF_RANGE_INTEGERS.map(inUrl);
 const RANGE_MESSAGE = 'Must be greater than or equal to -2147483648 and less than or equal to 2147483647.';
 
 describe('integers out of range are a 400 (or a 404 for a path id), never a 500', () => {

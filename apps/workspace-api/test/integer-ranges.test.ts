@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { OUT_OF_RANGE_INTEGERS, openForTheseTests } from '@platform/http-kit/testing';
 import { buildTestApp } from './support/app';
 import { workspaceEntry } from './support/registry';
 
@@ -14,19 +14,7 @@ import { workspaceEntry } from './support/registry';
 const BAD_PAGING = 'Invalid Request: page and page_size must be positive';
 
 /** JSON numbers as written on the wire (the body's own text: 2^63 is not rounded by a serialiser here). */
-const BEYOND_SAFE = [
-  '9007199254740992',
-  '9007199254740993',
-  '-9007199254740993',
-  '9223372036854775807',
-  '9223372036854775808',
-  '-9223372036854775809',
-  '18446744073709551616',
-  '99999999999999999999999',
-  '-99999999999999999999999',
-  '1e23',
-  '1E+23',
-];
+const BEYOND_SAFE = OUT_OF_RANGE_INTEGERS.filter((v) => Math.abs(Number(v)) > Number.MAX_SAFE_INTEGER);
 /** Beyond int4 but exact in JavaScript. */
 const BEYOND_INT4 = ['2147483648', '-2147483649', '4294967296', '2.147483648e9'];
 /** Not integers at all: a fraction, and a number JSON.parse makes Infinity. */

@@ -156,7 +156,7 @@ export const OUT_OF_RANGE_INTEGERS: readonly string[] = [
 const NOT_INTEGERS: readonly string[] = ['2147483647.5', '1.5', '1e309', '-1e309'];
 
 /** A text as sent in a URL: a `+` would be read as a space. */
-const inUrl = (text: string) => text.replace(/\+/g, '%2B');
+export const inUrl = (text: string) => text.replace(/\+/g, '%2B');
 
 /** The integers at the edge of int4 itself, sent where the schemas refuse them (a bound of their own). */
 const INT4_EDGES: readonly string[] = ['2147483647', '-2147483648'];
