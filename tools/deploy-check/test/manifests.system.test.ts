@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import {
@@ -117,7 +118,8 @@ const appOf = (service: string): Promise<{ buildApp(config: unknown): Promise<Se
 const SECRET_SAMPLES: Record<string, string> = {
   // Nothing listens on port 1: the service starts without its database, as beside a database not up yet.
   DATABASE_URL: 'postgres://deploy-check@127.0.0.1:1/none',
-  SECRET_KEY: 'deploy-check-0123456789abcdef0123456789abcdef',
+  // Random per run: production refuses any value written in the repository (#21).
+  SECRET_KEY: randomBytes(32).toString('hex'),
 };
 
 /** The environment a container gets: its ConfigMap (envFrom), its literal values, its secrets' samples. */

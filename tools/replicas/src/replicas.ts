@@ -29,7 +29,7 @@ export interface ReplicasOptions {
   addressLimits?: AddressLimits;
   /** Environment of every replica (and of its migration), e.g. LOG_LEVEL. */
   env?: Record<string, string>;
-  /** Environment of one service's replicas, by service, e.g. its DB_SCHEMA or WRITE_RATE_LIMIT. */
+  /** Environment of one service's replicas, by service, e.g. its DB_SCHEMA or WRITE_LIMIT_PER_CLIENT. */
   serviceEnv?: Record<string, Record<string, string>>;
   /** Each line a replica or HAProxy writes (`source` is `<service>/<replica>` or `haproxy`). */
   onOutput?: (source: string, line: string) => void;

@@ -106,7 +106,7 @@ describe(`${REPLICAS} replicas of each service behind HAProxy`, () => {
       serviceEnv: {
         'microblog-api': {
           DB_SCHEMA: schemas['microblog-api'].config.schema,
-          WRITE_RATE_LIMIT: String(WRITE_RATE_LIMIT),
+          WRITE_LIMIT_WITHOUT_CLIENT_ID: String(WRITE_RATE_LIMIT),
         },
         'social-api': {
           DB_SCHEMA: schemas['social-api'].config.schema,
