@@ -300,21 +300,22 @@ describe('open connections per address', () => {
   test('5,000 stalled uploads from one address: another address is served at once; the flood is capped and its connections cleaned', async () => {
     // The default cap (256) and total cap (4096); a short request timeout so the stalled uploads end.
     const app = await dialectTestApp(dialect, { server: { requestTimeoutMs: 3000 } });
+    let flood: ReturnType<typeof stalledUpload>[] = [];
     try {
       await app.listen({ port: 0, host: '127.0.0.1' });
       const port = (app.server.address() as { port: number }).port;
-      const flood = Array.from({ length: 5000 }, () => stalledUpload(port, '127.0.0.2'));
+      flood = Array.from({ length: 5000 }, () => stalledUpload(port, '127.0.0.2'));
       let ended = 0;
       for (const f of flood) void f.closed.then(() => ended++);
       // While the flood arrives, and once it is all there: another address is served at once.
       await until(() => ended >= 1000, 30_000);
       let started = Date.now();
       expect(await getFrom(port, '127.0.0.1')).toBe(200);
-      expect(Date.now() - started).toBeLessThan(2000);
+      expect(Date.now() - started).toBeLessThan(5000);
       await Promise.all(flood.map((f) => f.settled));
       started = Date.now();
       expect(await getFrom(port, '127.0.0.1')).toBe(200);
-      expect(Date.now() - started).toBeLessThan(2000);
+      expect(Date.now() - started).toBeLessThan(5000);
       // The address holds its cap, far from the total.
       const open = await new Promise<number>((resolve, reject) =>
         app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
@@ -325,6 +326,8 @@ describe('open connections per address', () => {
       await Promise.all(flood.map((f) => f.closed));
       expect(await getFrom(port, '127.0.0.2')).toBe(200);
     } finally {
+      // On a failure too: no client socket left open to keep Jest alive.
+      for (const f of flood) f.socket.destroy();
       await app.close();
     }
   }, 60_000);
