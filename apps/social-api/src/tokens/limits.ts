@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HashPriority } from '@platform/http-kit';
-import { Redis } from 'ioredis';
 import {
   RateLimiterMemory,
   RateLimiterRedis,
@@ -17,24 +16,17 @@ const STRIKE_MEMORY_S = 24 * HOUR_S;
 const FIRST_SPREAD_DELAY_S = 1;
 
 /**
- * Counters on rate-limiter-flexible: in Redis with REDIS_URL (shared by every replica; while Redis
- * cannot be reached each process counts alone, as its insurance limiter), in the process otherwise.
+ * Counters on rate-limiter-flexible: in Redis with REDIS_URL (shared by every replica), in the process
+ * otherwise. The Redis connection is the platform rate-limit store's (`app.rateLimitRedis`): one
+ * connection per process, whose start-up waits for Redis (so the first logins already count there),
+ * whose warnings come once per interval, and which closes with the app. While Redis cannot be reached
+ * its commands fail at once and each process counts alone (the insurance limiter), so a login never
+ * fails because Redis is down and the failed-login limits still hold per process (the platform's own
+ * limits are skipped instead: these guard passwords, which must stay limited everywhere).
  * Consuming is one atomic step (Redis INCR), so concurrent attempts each get their own number.
  */
 function counterMaker(app: FastifyInstance) {
-  const redisUrl = app.config.redisUrl;
-  let redis: Redis | undefined;
-  if (redisUrl) {
-    redis = new Redis(redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 500 });
-    let lastWarning = 0;
-    redis.on('error', (err: Error) => {
-      if (Date.now() - lastWarning < 30_000) return;
-      lastWarning = Date.now();
-      app.log.warn({ err }, 'login limit Redis unreachable; each process counts alone until it is back');
-    });
-    const connection = redis;
-    app.addHook('onClose', async () => connection.disconnect());
-  }
+  const redis = app.rateLimitRedis;
   return (name: string, points: number, durationSeconds: number): RateLimiterAbstract => {
     const options = { keyPrefix: `social-limits:${name}`, points, duration: durationSeconds };
     const memory = new RateLimiterMemory(options);
