@@ -59,7 +59,10 @@ export const rateLimitStore = fp(
         const now = Date.now();
         if (now - lastWarning < REDIS_WARNING_INTERVAL_MS) return;
         lastWarning = now;
-        app.log.warn({ err }, 'rate-limit Redis unreachable; limits kept in Redis are skipped (or counted per process) until it is back');
+        app.log.warn(
+          { err },
+          'rate-limit Redis unreachable; limits kept in Redis are skipped (or counted per process) until it is back',
+        );
       });
       redis.on('ready', () => app.log.info('rate-limit counters in Redis'));
       const connection = redis;
@@ -76,7 +79,10 @@ export const rateLimitStore = fp(
           resolve(true);
         });
       });
-      if (!ready) app.log.warn('rate-limit Redis not reachable at start; limits kept in Redis are skipped (or counted per process) until it is');
+      if (!ready)
+        app.log.warn(
+          'rate-limit Redis not reachable at start; limits kept in Redis are skipped (or counted per process) until it is',
+        );
     }
     app.decorate('rateLimitRedis', redis ?? null);
     await app.register(rateLimit, {
