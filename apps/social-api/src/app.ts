@@ -8,6 +8,7 @@ import { migrations } from './db/migrations';
 import { socialDialect } from './errors';
 import cookies from './plugins/external/cookie';
 import auth from './plugins/app/auth';
+import secretKey from './plugins/app/secret-key';
 import { Pagination } from './pagination';
 import { User } from './users/schemas';
 import { Post } from './posts/schemas';
@@ -117,6 +118,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.decorate('passwords', createPasswords(config));
   app.decorate('authLimits', createAuthLimits(app, config.limits));
   for (const schema of [User, Post, TokenPair, Pagination]) app.addSchema(schema);
+  // SECRET_KEY, else the random key the migrations made (never a public default, in any mode).
+  await app.register(secretKey);
   await app.register(auth);
 
   app.get(

@@ -10,9 +10,6 @@ import {
   type ServiceConfig,
 } from '@platform/http-kit';
 
-/** The development default (the Flask backend's): public, so production refuses it (see `productionSecretProblem`). */
-export const DEFAULT_SECRET_KEY = 'top-secret!';
-
 /** Limits on the routes that hash a password or send mail, per client address and per account. */
 function loginLimitsEnv() {
   const perWindow = (defaultMax: number, what: string) =>
@@ -71,16 +68,15 @@ export const PRODUCTION_FORM_LIMITS = {
 /** The service's environment, one schema: names and defaults are the Flask backend's. */
 export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 5000, schema: 'social' }),
-  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
-    default: 'development',
-    description:
-      'production: Secure/SameSite=None cookies with CORS, refuses DISABLE_AUTH and any SECRET_KEY written in this repository (the default included) or shorter than 32 characters',
-  }),
-  SECRET_KEY: Type.String({
-    minLength: 1,
-    default: DEFAULT_SECRET_KEY,
-    description: 'HS256 key of access and reset tokens and of signed cookies',
-  }),
+  // No default in any mode: unset, the service signs with the key its migrations made in its own
+  // schema (see plugins/app/secret-key.ts), so no public value is ever a default.
+  SECRET_KEY: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'HS256 key of access and reset tokens and of signed cookies; unset: a random key made once in the database by the migrations (shared by replicas, kept across restarts). Production (NODE_ENV) refuses a value shorter than 32 characters or written in this repository',
+    }),
+  ),
   DISABLE_AUTH: EnvFlag(false, 'development only: every token endpoint acts as user 1'),
   ACCESS_TOKEN_MINUTES: Type.Number({ exclusiveMinimum: 0, default: 15 }),
   REFRESH_TOKEN_DAYS: Type.Number({ exclusiveMinimum: 0, default: 7 }),
@@ -147,9 +143,13 @@ const BUILT_IN_OAUTH2_ENDPOINTS: Record<
   },
 };
 
+/**
+ * Production (NODE_ENV, shared by every service: see `serviceEnv`) also means Secure/SameSite=None
+ * cookies with CORS, and refuses DISABLE_AUTH and a known or short SECRET_KEY.
+ */
 export interface Config extends ServiceConfig {
-  mode: 'development' | 'production' | 'test';
-  secretKey: string;
+  /** SECRET_KEY as set; unset: the key the migrations made (`app.secretKey`, the one to use). */
+  secretKey: string | undefined;
   disableAuth: boolean;
   accessTokenMs: number;
   refreshTokenMs: number;
@@ -244,8 +244,10 @@ function formLimits(
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const e = parseEnv(EnvSchema, env);
-  const mode = e.NODE_ENV;
-  const secretProblem = mode === 'production' ? productionSecretProblem(e.SECRET_KEY) : undefined;
+  const service = serviceConfig(e);
+  const { mode } = service;
+  const secretProblem =
+    mode === 'production' && e.SECRET_KEY !== undefined ? productionSecretProblem(e.SECRET_KEY) : undefined;
   if (secretProblem) throw new Error(`invalid configuration:\n  SECRET_KEY: ${secretProblem}`);
   const disableAuth = e.DISABLE_AUTH;
   if (mode === 'production' && disableAuth)
@@ -253,8 +255,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const useCors = e.USE_CORS;
   const development = mode !== 'production';
   return {
-    ...serviceConfig(e),
-    mode,
+    ...service,
     secretKey: e.SECRET_KEY,
     disableAuth,
     accessTokenMs: e.ACCESS_TOKEN_MINUTES * 60_000,

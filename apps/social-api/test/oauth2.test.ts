@@ -250,7 +250,7 @@ describe('OAuth2 login', () => {
   /** A reset through the link mailed to the user's address (made as the service makes it), which proves the address. */
   const resetThroughMailedLink = async (userId: number, newPassword: string) => {
     const row = await t.storedUser(userId);
-    const token = createJwt(t.config.secretKey).resetToken(
+    const token = createJwt(t.app.secretKey.current()).resetToken(
       row.email,
       resetFingerprint(row),
       new Date(t.clock.now().getTime() + 60_000),

@@ -317,7 +317,7 @@ describe('password reset by email (SMTP)', () => {
     });
 
     // The same token made with the app's own key would have worked: the key is what failed.
-    const genuine = createJwt(t.config.secretKey).resetToken(
+    const genuine = createJwt(t.app.secretKey.current()).resetToken(
       user.email,
       resetFingerprint(row),
       new Date(t.clock.now().getTime() + RESET_MS),
@@ -339,7 +339,7 @@ describe('password reset by email (SMTP)', () => {
 
     // The attacker knows the key (here the app's own) and, for the passwordless user, the whole
     // of what the fingerprint used to be made of.
-    const jwt = createJwt(t.config.secretKey);
+    const jwt = createJwt(t.app.secretKey.current());
     const expires = () => new Date(t.clock.now().getTime() + RESET_MS);
     const oldScheme = (hash: string | null) => digest(`pw:${hash ?? ''}`).slice(0, 22);
     for (const email of [withPassword.email, passwordless.email]) {

@@ -191,6 +191,7 @@ describe('statements and writes of the hot reads', () => {
         tokens: zero,
         totals: zero,
         spent_oauth2_states: zero,
+        service_secrets: zero,
         kysely_migration: zero,
         kysely_migration_lock: zero,
       });

@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { KNOWN_SECRETS } from '@platform/http-kit';
-import { DEFAULT_SECRET_KEY, loadConfig } from '../src/config';
+import { loadConfig } from '../src/config';
 import { createPasswords } from '../src/users/passwords';
 import { createJwt } from '../src/tokens/jwt';
+import { createSecretsRepository } from '../src/secrets/repository';
 import { basic, buildTestApp, type TestApp, type TestUser } from './support/app';
 
 const MINUTE = 60_000;
@@ -349,7 +350,7 @@ describe('tokens (default configuration)', () => {
       const { access } = await loginPair(t, susan);
       const tokenId = jwtPayload(access).token as string;
       // Control: the same id signed with the service's key is accepted.
-      await expectWorks(t, createJwt(t.config.secretKey).accessToken(tokenId), susan.id);
+      await expectWorks(t, createJwt(t.app.secretKey.current()).accessToken(tokenId), susan.id);
       expectBearer401(await me(t, createJwt('another-secret-key').accessToken(tokenId)));
     });
 
@@ -901,11 +902,16 @@ describe('production mode (NODE_ENV=production, own SECRET_KEY)', () => {
     expect(attributes.has('expires')).toBe(false);
   });
 
-  test('access tokens are signed with SECRET_KEY: a token signed with the default key is refused', async () => {
+  test("access tokens are signed with SECRET_KEY: a token signed with the database's key, or with any key written in the repository (the Flask backend's former default 'top-secret!' among them), is refused", async () => {
     const { access } = await loginPair(t, user);
     const tokenId = jwtPayload(access).token as string;
     await expectWorks(t, createJwt(secret).accessToken(tokenId), user.id);
-    expectBearer401(await me(t, createJwt(DEFAULT_SECRET_KEY).accessToken(tokenId)));
+    expect(t.app.secretKey.current()).toBe(secret);
+    const databaseKey = await createSecretsRepository(t.database.db).read('secret_key');
+    expect(databaseKey).not.toBe(secret);
+    expectBearer401(await me(t, createJwt(databaseKey).accessToken(tokenId)));
+    expect(KNOWN_SECRETS).toContain('top-secret!');
+    for (const known of KNOWN_SECRETS) expectBearer401(await me(t, createJwt(known).accessToken(tokenId)));
   });
 });
 
@@ -972,7 +978,8 @@ describe('loadConfig', () => {
     ]) {
       const config = loadConfig(env);
       expect(config.mode).toBe('development');
-      expect(config.secretKey).toBe(DEFAULT_SECRET_KEY);
+      // No default key in any mode: the app signs with the one its migrations made (secret-key.test.ts).
+      expect(config.secretKey).toBeUndefined();
       expect(config.refreshTokenInCookie).toBe(true);
       expect(config.refreshTokenInBody).toBe(false);
       expect(config.disableAuth).toBe(false);
@@ -1015,7 +1022,7 @@ describe('loadConfig', () => {
       /SECRET_KEY.*at least 32/,
     );
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: `${short}x` }).secretKey).toBe(`${short}x`);
-    // Development and tests keep short keys (the default is one).
+    // Development and tests keep the short keys they set.
     expect(loadConfig({ SECRET_KEY: 'x' }).secretKey).toBe('x');
   });
 
@@ -1034,25 +1041,39 @@ describe('loadConfig', () => {
     expect((await passwords.check(await passwords.hash('pw'), 'pw')).ok).toBe(true);
   });
 
-  test('production refuses the default SECRET_KEY', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/SECRET_KEY/);
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: DEFAULT_SECRET_KEY })).toThrow(
-      /SECRET_KEY/,
-    );
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: '' })).toThrow(/SECRET_KEY/);
+  test("production refuses the Flask backend's default SECRET_KEY; unset (or empty) there is no default to refuse: the database's key serves", () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'top-secret!' })).toThrow(/SECRET_KEY/);
+    for (const unset of [{}, { SECRET_KEY: '' }]) {
+      const config = loadConfig({ NODE_ENV: 'production', ...unset });
+      expect(config.mode).toBe('production');
+      expect(config.secretKey).toBeUndefined();
+    }
     expect(loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET }).mode).toBe('production');
   });
 
   test('production refuses every secret written in the repository (KNOWN_SECRETS), whatever its length, and says it is public', () => {
-    expect(KNOWN_SECRETS).toContain(DEFAULT_SECRET_KEY);
+    expect(KNOWN_SECRETS).toContain('top-secret!');
     expect(KNOWN_SECRETS.some((known) => known.length >= 32)).toBe(true);
     for (const known of KNOWN_SECRETS) {
       expect(() => loadConfig({ NODE_ENV: 'production', SECRET_KEY: known })).toThrow(
         known.length >= 32 ? /SECRET_KEY: this value is written in the repository/ : /SECRET_KEY/,
       );
-      // Development keeps accepting them (the default is one).
+      // Development keeps accepting a key that is set (a test suite's, a tutorial's).
       expect(loadConfig({ SECRET_KEY: known }).secretKey).toBe(known);
     }
+  });
+
+  test("production refuses a DATABASE_URL with a known password on a server others reach (http-kit's shared check); a private server's passes", () => {
+    const production = (url: string) =>
+      loadConfig({ NODE_ENV: 'production', SECRET_KEY: PRODUCTION_SECRET, DATABASE_URL: url });
+    expect(() => production('postgres://u:platform-local@db.example.com/x')).toThrow(
+      /^invalid configuration:\n {2}DATABASE_URL: its password/,
+    );
+    for (const url of ['postgres://u:platform-local@postgres/x', 'postgres://u:platform-local@127.0.0.1/x'])
+      expect(production(url).database.url).toBe(url);
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:platform-local@db.example.com/x' }).mode).toBe(
+      'development',
+    );
   });
 
   test('production refuses DISABLE_AUTH', () => {

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
 import {
-  databasePasswordProblem,
   passwordHashingConfig,
   productionSecretProblem,
   passwordHashingEnv,
@@ -20,11 +19,6 @@ export const MIN_BOOTSTRAP_SECRET_LENGTH = 16;
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 8080, schema: 'workspace' }),
-  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
-    default: 'development',
-    description:
-      'production (the image sets it): refuses a BOOTSTRAP_API_KEY_SECRET shorter than 32 characters or written in the repository, and such a DATABASE_URL password unless the server is private',
-  }),
   BOOTSTRAP_API_KEY: Type.Optional(
     Type.String({
       pattern: '^[A-Za-z0-9]{1,64}$',
@@ -41,8 +35,8 @@ export const EnvSchema = Type.Object({
   ...passwordHashingEnv(),
 });
 
+/** In production (NODE_ENV, shared by every service: see `serviceEnv`) the bootstrap secret must be unknown. */
 export interface Config extends ServiceConfig {
-  mode: 'development' | 'production' | 'test';
   /** Created at start when missing; `secret` unset: a random one, logged once. */
   bootstrapKey?: { apiKey: string; secret?: string };
   enforcePasswordRulesOnCreate: boolean;
@@ -63,13 +57,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       problems.push(
         `BOOTSTRAP_API_KEY_SECRET: ${secretProblem} (or leave it unset: a random one is logged once)`,
       );
-    const databaseProblem = e.DATABASE_URL && databasePasswordProblem(e.DATABASE_URL);
-    if (databaseProblem) problems.push(`DATABASE_URL: ${databaseProblem}`);
   }
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return {
     ...serviceConfig(e),
-    mode: e.NODE_ENV,
     bootstrapKey: e.BOOTSTRAP_API_KEY
       ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
       : undefined,

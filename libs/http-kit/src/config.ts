@@ -2,6 +2,11 @@ import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { DEFAULT_LOCAL_PG_PORT, DEFAULT_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '@platform/db';
 import { EnvFlag } from '@platform/schema';
 import { MAX_CONNECTIONS_PER_ADDRESS } from './server-options';
+import { databasePasswordProblem } from './secrets';
+
+/** NODE_ENV: production is what the images run; a service adds its own refusals to the shared ones. */
+export const SERVICE_MODES = ['development', 'production', 'test'] as const;
+export type ServiceMode = (typeof SERVICE_MODES)[number];
 
 /**
  * The environment every service reads, with its own defaults; a service spreads these properties
@@ -9,6 +14,14 @@ import { MAX_CONNECTIONS_PER_ADDRESS } from './server-options';
  */
 export function serviceEnv(defaults: { port: number; schema: string }) {
   return {
+    NODE_ENV: Type.Union(
+      SERVICE_MODES.map((mode) => Type.Literal(mode)),
+      {
+        default: 'development',
+        description:
+          "production (the images set it): refuses a DATABASE_URL whose password is short or written in this repository unless the server is private (loopback or a single-label host such as compose's `postgres`), and what the service itself refuses",
+      },
+    ),
     PORT: Type.Integer({ minimum: 0, maximum: 65535, default: defaults.port }),
     HOST: Type.String({ default: '127.0.0.1', description: 'Use 0.0.0.0 in containers' }),
     DATABASE_URL: Type.Optional(
@@ -80,6 +93,8 @@ type ServiceEnv = Static<TObject<ReturnType<typeof serviceEnv>>>;
 
 /** The part of a service's configuration every service has. */
 export interface ServiceConfig {
+  /** NODE_ENV. */
+  mode: ServiceMode;
   port: number;
   host: string;
   database: DatabaseConfig;
@@ -98,8 +113,17 @@ export interface ServiceConfig {
   redisUrl?: string;
 }
 
+/**
+ * The shared part of a service's configuration. Throws, as the services' own refusals do ("invalid
+ * configuration:" then one line per variable), when production would connect with a password
+ * anyone can read in this repository (see `databasePasswordProblem`).
+ */
 export function serviceConfig(e: ServiceEnv): ServiceConfig {
+  const mode = e.NODE_ENV as ServiceMode;
+  const databaseProblem = mode === 'production' && e.DATABASE_URL && databasePasswordProblem(e.DATABASE_URL);
+  if (databaseProblem) throw new Error(`invalid configuration:\n  DATABASE_URL: ${databaseProblem}`);
   return {
+    mode,
     port: e.PORT,
     host: e.HOST,
     database: {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
 import { serviceConfig, serviceEnv } from '../src';
@@ -7,6 +8,7 @@ describe('service configuration', () => {
 
   test('defaults: the local PostgreSQL server, migrations on, any origin, JSON logs', () => {
     expect(serviceConfig(parseEnv(schema, {}))).toEqual({
+      mode: 'development',
       port: 1234,
       host: '127.0.0.1',
       database: {
@@ -75,6 +77,35 @@ describe('service configuration', () => {
   ])('flag %p is %p', (text, expected) => {
     const flag: boolean = parseEnv(schema, { EXTRA: text }).EXTRA; // typed boolean, not text
     expect(flag).toBe(expected);
+  });
+
+  test('NODE_ENV is the mode, development by default; anything else refuses to start', () => {
+    for (const mode of ['development', 'production', 'test'] as const)
+      expect(serviceConfig(parseEnv(schema, { NODE_ENV: mode })).mode).toBe(mode);
+    expect(serviceConfig(parseEnv(schema, { NODE_ENV: '' })).mode).toBe('development');
+    expect(() => parseEnv(schema, { NODE_ENV: 'staging' })).toThrow(/NODE_ENV/);
+  });
+
+  test("production refuses a DATABASE_URL whose password is known or short on a server others reach; a private server's passes", () => {
+    const read = (env: Record<string, string>) => serviceConfig(parseEnv(schema, env));
+    const production = (url: string) => read({ NODE_ENV: 'production', DATABASE_URL: url });
+    for (const url of [
+      'postgres://u:platform-local@db.example.com/x', // compose's local-only default, on a public host
+      'postgres://u:short@10.0.0.7:5432/x',
+    ])
+      expect(() => production(url)).toThrow(/^invalid configuration:\n {2}DATABASE_URL: its password/);
+    for (const url of [
+      'postgres://u:platform-local@postgres/x', // compose: the database is never published
+      'postgres://u:platform-local@127.0.0.1:5432/x',
+      `postgres://u:${randomBytes(32).toString('hex')}@db.example.com/x`, // an operator's own
+      'postgres://u@db.example.com/x', // no password: trust, a certificate or .pgpass
+    ])
+      expect(production(url).database.url).toBe(url);
+    // Development and tests take any setup.
+    for (const mode of ['development', 'test'])
+      expect(
+        read({ NODE_ENV: mode, DATABASE_URL: 'postgres://u:platform-local@db.example.com/x' }).mode,
+      ).toBe(mode);
   });
 
   test('a bad flag or schema name refuses to start', () => {

@@ -27,6 +27,7 @@ async function buildApp(
   migrateOnStart = true,
 ) {
   const config: ServiceConfig = {
+    mode: 'test',
     port: 0,
     host: '127.0.0.1',
     database: outage.config,

@@ -427,8 +427,9 @@ describe('docker-compose.yml on a real engine', () => {
     expect(bySchema('workspace')).toEqual(
       expect.arrayContaining(['users', 'groups', 'api_keys', 'kysely_migration']),
     );
+    // service_secrets: social-api's SECRET_KEY, made by its migrations since compose sets none.
     expect(bySchema('social')).toEqual(
-      expect.arrayContaining(['users', 'posts', 'tokens', 'kysely_migration']),
+      expect.arrayContaining(['users', 'posts', 'tokens', 'service_secrets', 'kysely_migration']),
     );
     expect(bySchema('public')).toEqual([]);
     expect(tables.filter((t) => !/^(microblog|workspace|social)\./.test(t))).toEqual([]);

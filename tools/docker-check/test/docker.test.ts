@@ -841,16 +841,24 @@ describe('docker-compose.yml', () => {
     ).toThrow(/BOOTSTRAP_API_KEY_SECRET: this value is written in the repository/);
   });
 
-  it('ships no social-api SECRET_KEY: unset, one is generated into a volume of its own on first start', () => {
+  it("ships no social-api SECRET_KEY: unset, the image's own command starts the service, which signs with the key its migrations made in the database (no volume, no script)", async () => {
     const service = services['social-api'] ?? {};
     expect(envOf(service).SECRET_KEY ?? '').toBe('');
-    const command = ((service.command as string[]) ?? []).join(' ');
-    expect(command).toMatch(/randomBytes\(32\)/);
-    expect(command).toMatch(/exec node apps\/\$\$SERVICE\/dist\/main\.js/);
-    const mounts = ((service.volumes as string[]) ?? []).map((v) => v.split(':'));
-    expect(mounts).toEqual([['social-secrets', '/home/node']]);
-    expect(command).toContain('/home/node/');
-    expect(Object.keys((doc.volumes ?? {}) as Dict)).toContain('social-secrets');
+    expect(service.command).toBeUndefined();
+    expect(service.entrypoint).toBeUndefined();
+    expect(service.volumes).toBeUndefined();
+    expect(Object.keys((doc.volumes ?? {}) as Dict)).not.toContain('social-secrets');
+    // Production mode (the image) accepts compose's environment as it is: no key to refuse.
+    const { loadConfig } = (await import(join(ROOT, 'apps/social-api/src/config'))) as {
+      loadConfig(env: Record<string, string>): { mode: string; secretKey?: string };
+    };
+    const config = loadConfig({ ...composeEnv('social-api', {}), ...IMAGE_ENV });
+    expect(config.mode).toBe('production');
+    expect(config.secretKey).toBeUndefined();
+    // One that is set is still checked there.
+    expect(() =>
+      loadConfig({ ...composeEnv('social-api', { SOCIAL_SECRET_KEY: 'top-secret!' }), ...IMAGE_ENV }),
+    ).toThrow(/SECRET_KEY/);
   });
 
   it('gives every service that uses the database a distinct schema', () => {

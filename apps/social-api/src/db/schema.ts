@@ -60,6 +60,14 @@ export interface TotalsTable {
   users: Generated<string>;
 }
 
+/** Secrets the service made for itself (migration 2026-11-28T1300_service_secrets). */
+export interface ServiceSecretsTable {
+  /** `secret_key`: the key of tokens and signed cookies while SECRET_KEY is unset. */
+  name: 'secret_key';
+  value: string;
+  created_at: Generated<Date>;
+}
+
 export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
@@ -67,6 +75,7 @@ export interface SocialDatabase {
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;
   totals: TotalsTable;
+  service_secrets: ServiceSecretsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config';
+import type { SecretKey } from '../plugins/app/secret-key';
 import type { SocialDatabase } from '../db/schema';
 import { Unauthorized } from '../errors';
 import type { PublicUserRow } from '../users/repository';
@@ -21,9 +22,16 @@ export const VERIFIED_ACCESS_TOKENS = 10_000;
  * Access and refresh tokens: issuing a pair, checking a bearer, rotating a pair (with a grace
  * period, and revoking every token of the user when a spent refresh token comes back), revoking.
  */
-export function createTokenService(db: Kysely<SocialDatabase>, config: Config, clock: () => Date) {
+export function createTokenService(
+  db: Kysely<SocialDatabase>,
+  config: Config,
+  clock: () => Date,
+  secretKey: SecretKey,
+) {
   const repo = createTokensRepository(db);
-  const jwt = createJwt(config.secretKey);
+  /** Made at the first use: the key may come from the database after the app is built. */
+  let signer: ReturnType<typeof createJwt> | undefined;
+  const jwt = () => (signer ??= createJwt(secretKey.current()));
 
   /**
    * The stored digest of the token id of a genuine access JWT (undefined: not one). A JWT's
@@ -35,7 +43,7 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
   function verifiedAccess(accessJwt: string): string | undefined {
     let tokenHash = verified.get(accessJwt);
     if (tokenHash === undefined) {
-      const tokenId = jwt.accessTokenId(accessJwt);
+      const tokenId = jwt().accessTokenId(accessJwt);
       if (!tokenId) return undefined;
       tokenHash = digest(tokenId);
       if (verified.size >= VERIFIED_ACCESS_TOKENS) verified.delete(verified.keys().next().value!);
@@ -55,11 +63,14 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
       refreshTokenHash: digest(refreshToken),
       refreshExpiration: new Date(now.getTime() + config.refreshTokenMs),
     });
-    return { accessToken: jwt.accessToken(tokenId), refreshToken };
+    return { accessToken: jwt().accessToken(tokenId), refreshToken };
   }
 
   return {
-    jwt,
+    /** Access and reset JWTs over the service's key. */
+    get jwt() {
+      return jwt();
+    },
 
     /** A new pair after a login; also forgets (a batch of) pairs that ended more than a day ago. */
     async login(userId: number): Promise<IssuedPair> {
@@ -96,7 +107,7 @@ export function createTokenService(db: Kysely<SocialDatabase>, config: Config, c
      * every token of its user, as a replay would.
      */
     async refresh(accessJwt: string, refreshToken: string): Promise<IssuedPair> {
-      const tokenId = jwt.accessTokenId(accessJwt);
+      const tokenId = jwt().accessTokenId(accessJwt);
       const row = tokenId ? await repo.byAccessHash(digest(tokenId)) : undefined;
       if (!row || !sameDigest(row.refresh_token_hash, digest(refreshToken))) throw new Unauthorized();
       const now = clock();

@@ -63,7 +63,7 @@ function lastSeenWriter(write: (seen: ReadonlyMap<number, Date>) => Promise<void
  */
 export default fp(
   async function auth(app) {
-    const tokens = createTokenService(app.database.db, app.config, app.clock);
+    const tokens = createTokenService(app.database.db, app.config, app.clock, app.secretKey);
     const users = createUsersRepository(app.database.db);
     const lastSeen = lastSeenWriter((seen) => users.recordLastSeen(seen), app.log);
     app.decorate('tokens', tokens);
@@ -126,5 +126,10 @@ export default fp(
       request.user = seenAt(caller, now, at);
     });
   },
-  { name: 'auth', dependencies: ['database'], decorators: { fastify: ['config', 'clock'] }, fastify: '5.x' },
+  {
+    name: 'auth',
+    dependencies: ['database', 'secret-key'],
+    decorators: { fastify: ['config', 'clock'] },
+    fastify: '5.x',
+  },
 );

@@ -1,10 +1,20 @@
 import fp from 'fastify-plugin';
-import cookie from '@fastify/cookie';
+import cookie, { sign, unsign } from '@fastify/cookie';
 
-/** Cookie parsing and setting; signed cookies (the OAuth2 state) use SECRET_KEY. */
+/**
+ * Cookie parsing and setting; signed cookies (the OAuth2 state) use the service's secret key
+ * (SECRET_KEY, else the database's), asked for at each use since it may be read after start.
+ */
 export default fp(
   async function cookies(app) {
-    await app.register(cookie, { secret: app.config.secretKey, hook: 'onRequest' });
+    const key = app.secretKey;
+    await app.register(cookie, {
+      secret: {
+        sign: (value) => sign(value, key.current()),
+        unsign: (value) => unsign(value, key.current()),
+      },
+      hook: 'onRequest',
+    });
   },
-  { name: 'cookies', decorators: { fastify: ['config'] }, fastify: '5.x' },
+  { name: 'cookies', dependencies: ['secret-key'], fastify: '5.x' },
 );
