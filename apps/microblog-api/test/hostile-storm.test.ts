@@ -208,7 +208,10 @@ describe('hostile-input storm', () => {
   test('an answer without the security headers or in another format is reported', () => {
     const problem = { type: 'about:blank', title: 'Bad Request', status: 400, detail: 'x' };
     // Every answer carries helmet's whole set (SECURITY_HEADERS).
-    const headers = { 'content-type': problemDetailsDialect.contentType, ...SECURITY_HEADERS };
+    const headers: Record<string, string> = {
+      'content-type': problemDetailsDialect.contentType,
+      ...SECURITY_HEADERS,
+    };
     const check = (status: number, h: Record<string, string>, body: unknown) =>
       testing.errorResponseProblems(problemDetailsDialect, {
         status,
