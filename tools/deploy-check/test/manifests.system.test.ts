@@ -299,7 +299,7 @@ describe.each(SERVICES)('%s', (service) => {
     const config = loadConfig(env);
     expect(config.port).toBe(server.ports?.[0].containerPort);
     expect(config.migrateOnStart).toBe(false);
-    // The Job loads the same configuration (social-api refuses to in production without SECRET_KEY).
+    // The Job loads the same configuration (production refuses a known or short SECRET_KEY there too).
     expect(() => loadConfig({ ...containerEnv(objects, migrator), LOG_LEVEL: 'silent' })).not.toThrow();
 
     const { buildApp } = await appOf(service);
