@@ -2,7 +2,7 @@
 import { runCli } from '@platform/http-kit';
 import { loadConfig } from './config';
 import { migrations } from './db/migrations';
-import { seedDemoData } from './posts/seed';
+import { seedDemoData } from './seed';
 
 runCli({
   name: 'microblog-api',

@@ -9,7 +9,7 @@ import { socialDialect } from './errors';
 import cookies from './plugins/external/cookie';
 import auth from './plugins/app/auth';
 import secretKey from './plugins/app/secret-key';
-import { Pagination } from './pagination';
+import { Pagination } from './wire/pagination';
 import { User } from './users/schemas';
 import { Post } from './posts/schemas';
 import { TokenPair } from './tokens/schemas';

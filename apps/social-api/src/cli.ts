@@ -3,7 +3,7 @@ import { runCli, UsageError } from '@platform/http-kit';
 import { loadConfig } from './config';
 import { repairCounters } from './db/counters';
 import { migrations } from './db/migrations';
-import { FAKE_USAGE, fakeCommand, isFakeKind, parseCount } from './fake';
+import { FAKE_USAGE, fakeCommand, isFakeKind, parseCount } from './seed';
 
 runCli({
   name: 'social-api',

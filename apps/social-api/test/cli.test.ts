@@ -11,7 +11,7 @@ import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
 import { migrations } from '../src/db/migrations';
-import { fakeUsers, isValidUsername } from '../src/fake/users';
+import { fakeUsers, isValidUsername } from '../src/seed/users';
 
 const run = promisify(execFile);
 const APP_DIR = resolve(__dirname, '..');

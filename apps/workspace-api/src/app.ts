@@ -5,7 +5,7 @@ import { BODY_LIMIT, type Config } from './config';
 import type { WorkspaceDatabase } from './db/schema';
 import { migrations } from './db/migrations';
 import { kasmDialect } from './errors';
-import apiKeyAuth from './auth/plugin';
+import apiKeyAuth from './plugins/app/auth';
 import { ensureBootstrapKey } from './auth/bootstrap';
 import authRoutes from './auth/routes';
 import usersRoutes from './users/routes';

@@ -11,7 +11,7 @@ import { childProcessEnv } from '@platform/http-kit/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { WorkspaceDatabase } from '../src/db/schema';
-import { ALL_USERS_GROUP_ID } from '../src/kasm/wire';
+import { ALL_USERS_GROUP_ID } from '../src/wire/kasm';
 import { seedCommand } from '../src/seed';
 
 const run = promisify(execFile);

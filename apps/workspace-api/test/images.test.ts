@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registryCommand } from '../src/images/cli';
-import { toKasmId } from '../src/kasm/wire';
+import { toKasmId } from '../src/wire/kasm';
 import { openForTheseTests } from '@platform/http-kit/testing';
 import { buildTestApp } from './support/app';
 import { dashed, HEX32, KASM_DATE, UNKNOWN } from './support/kasm';

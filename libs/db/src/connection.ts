@@ -1,5 +1,6 @@
-import { Kysely, PostgresDialect, sql, type CompiledQuery, type LogEvent } from 'kysely';
-import { Pool, type QueryArrayConfig, type QueryArrayResult } from 'pg';
+import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
+import { Pool } from 'pg';
+import { runDirectly } from './compiled/execute';
 import { ensureLocalServer, localDataDir } from './local-server';
 
 export interface DatabaseConfig {
@@ -99,154 +100,9 @@ function openPool<DB>(
   pool.on('error', onError);
   pool.on('connect', (client) => client.on('error', onError));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
-  direct.set(db, directRunner(pool, options.onQuery));
+  // The hot reads' path (`executeCompiled`) runs this instance's compiled queries on the pool itself.
+  runDirectly(db, pool, options.onQuery);
   return wrap(db, kind, config.schema, afterDestroy);
-}
-
-type Runner = (query: CompiledQuery) => Promise<{ rows: unknown[] }>;
-
-/** The pools behind the `Kysely` instances `openDatabase` made (a transaction's is not among them). */
-const direct = new WeakMap<object, Runner>();
-
-/**
- * What Kysely's executor does for one compiled query (a pooled connection, the query, the
- * connection back, the `onQuery` event), without its layers of async calls around each step: pg's
- * callbacks, one promise.
- */
-function directRunner(pool: Pool, onQuery: OpenDatabaseOptions['onQuery']): Runner {
-  return (query) =>
-    new Promise((resolve, reject) => {
-      const started = onQuery ? performance.now() : 0;
-      const statement = statementOf(query.sql);
-      pool.connect((connectError, client, release) => {
-        if (connectError || !client) return reject(connectError);
-        let settled = false;
-        const done = (error: Error | null, result?: QueryArrayResult) => {
-          if (settled) return;
-          settled = true;
-          // As Kysely releases it: a failed statement (a unique violation) leaves the connection usable.
-          release();
-          let rows: unknown[] | undefined;
-          try {
-            if (error) throw error;
-            rows = result!.rows.map(rowMakerOf(statement, result!.fields));
-          } catch (failure) {
-            onQuery?.({
-              level: 'error',
-              error: failure,
-              query,
-              queryDurationMillis: performance.now() - started,
-            });
-            return reject(failure as Error);
-          }
-          onQuery?.({ level: 'query', query, queryDurationMillis: performance.now() - started });
-          resolve({ rows });
-        };
-        try {
-          // An object whose only properties are its prototype's (`statement.config`): pg copies a
-          // query's config with Object.defineProperties of its own properties' descriptors (about
-          // 1 µs a statement with three), and keeps the prototype.
-          (client as unknown as CallbackClient).query(
-            Object.create(statement.config) as QueryArrayConfig,
-            query.parameters as unknown[],
-            done,
-          );
-        } catch (error) {
-          done(error as Error);
-        }
-      });
-    });
-}
-
-/**
- * What one statement text needs on every run: its query config (rows as arrays, made into objects
- * by one function per column list, `rowMaker`: pg's own objects are copies of a template filled by
- * column name, which in a process running many statements goes through V8's generic (megamorphic)
- * paths on every value; a page of 100 posts and their replies: 0.83-0.92 -> 0.76-0.81 ms of CPU per
- * request, tools/bench compare) and the row maker of the columns it last returned.
- */
-interface Statement {
-  readonly config: Readonly<{ text: string; rowMode: 'array' }>;
-  names?: readonly string[];
-  make?: RowMaker;
-}
-
-/** pg's `query(config, values, callback)`, which its types leave out for array rows. */
-interface CallbackClient {
-  query(
-    config: QueryArrayConfig,
-    values: unknown[],
-    callback: (error: Error | null, result?: QueryArrayResult) => void,
-  ): void;
-}
-
-type RowMaker = (values: unknown[]) => Record<string, unknown>;
-const rowMakers = new Map<string, RowMaker>();
-/** Column lists (and statement texts) remembered at most: the services' statements are a fixed set, far below it. */
-const ROW_MAKERS_MAX = 1000;
-const statements = new Map<string, Statement>();
-
-/** A repository's compiled statement is the same string on every call: the lookup hashes nothing new. */
-function statementOf(sql: string): Statement {
-  let statement = statements.get(sql);
-  if (statement === undefined) {
-    statement = { config: Object.freeze({ text: sql, rowMode: 'array' as const }) };
-    if (statements.size < ROW_MAKERS_MAX) statements.set(sql, statement);
-  }
-  return statement;
-}
-
-/**
- * `rowMaker` of the columns pg read, kept with the statement and checked name by name (a table
- * altered under `select *` changes them): joining the names into a key and hashing it on every
- * statement cost about 1 µs.
- */
-function rowMakerOf(statement: Statement, fields: readonly { name: string }[]): RowMaker {
-  const { names, make } = statement;
-  if (
-    make !== undefined &&
-    names!.length === fields.length &&
-    names!.every((name, i) => name === fields[i].name)
-  )
-    return make;
-  statement.names = fields.map((field) => field.name);
-  return (statement.make = rowMaker(statement.names));
-}
-
-/**
- * A function turning one row's values into the object pg would make (the columns in order; of two
- * with one name, the later value in the earlier place), written once per column list as a single
- * object literal, so all its rows share one shape. Names are quoted by JSON.stringify, so a name
- * is never code.
- */
-export function rowMaker(names: readonly string[]): RowMaker {
-  const key = names.join('\u0000');
-  let make = rowMakers.get(key);
-  if (make === undefined) {
-    // A column called `__proto__` is an own property, as in pg's rows (not the object's prototype).
-    const properties = names.map(
-      (name, i) => `${name === '__proto__' ? '["__proto__"]' : JSON.stringify(name)}: values[${i}]`,
-    );
-    make = new Function('values', `return { ${properties.join(', ')} };`) as RowMaker;
-    if (rowMakers.size < ROW_MAKERS_MAX) rowMakers.set(key, make);
-  }
-  return make;
-}
-
-/**
- * Runs a query a repository compiled once (the hot reads: a page, a token check) as
- * `db.executeQuery` would, with the same rows, errors and `onQuery` events, but straight on the
- * pool: Kysely's executor costs several microseconds of async calls per statement
- * (tools/bench compare). Inside a transaction (`db` is not one `openDatabase` made) it is
- * `db.executeQuery`, on the transaction's connection.
- */
-export function executeCompiled<O>(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any service's database
-  db: Kysely<any>,
-  query: CompiledQuery<O>,
-): Promise<{ rows: O[] }> {
-  const run = direct.get(db);
-  return run ? (run(query) as Promise<{ rows: O[] }>) : db.executeQuery(query);
 }
 
 function wrap<DB>(

@@ -1,4 +1,5 @@
 export * from './connection';
+export * from './compiled';
 export * from './migrations';
 export * from './errors';
 export * from './local-server';

@@ -1,7 +1,7 @@
 import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { SocialDatabase } from '../db/schema';
 import { isoTimestamp, param, prepare } from '../db/prepared';
-import { pageFromRows, type PageRequest, type PageSource } from '../pagination';
+import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 import { publicUserColumns, type PublicUserRow } from '../users/repository';
 
 export interface PostWithAuthor {

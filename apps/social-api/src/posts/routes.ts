@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Forbidden, NotFound } from '../errors';
-import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../http';
+import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../wire/http';
 import {
   collection,
   Paginated,
   parseTimestampCursor,
   type PageRequest,
   type PageSource,
-} from '../pagination';
+} from '../wire/pagination';
 import type { PublicUserRow } from '../users/repository';
 import { UserIdParams } from '../users/schemas';
 import { serializeUser } from '../users/serialize';

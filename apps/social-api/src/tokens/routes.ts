@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { FORM_CHALLENGE, resetTokenResponse, throttledResponse, Unauthorized } from '../errors';
-import { basicSecurity, bodyErrors, errors, NoContent, routeOptions } from '../http';
+import { basicSecurity, bodyErrors, errors, NoContent, routeOptions } from '../wire/http';
 import { createUsersRepository } from '../users/repository';
 import { createPasswordLogin } from './login';
 import { createMailer } from './mailer';

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Selectable, type Selection } from 'kysely';
 import { SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
 import { isoTimestamp, param, prepare } from '../db/prepared';
-import { pageFromRows, type PageRequest, type PageSource } from '../pagination';
+import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 
 /**
  * The user columns every user-returning query selects: never the hash, only whether there is one;

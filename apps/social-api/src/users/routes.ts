@@ -5,8 +5,8 @@ import { RequestValidationError, type AjvError, type ValidationLocation } from '
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
 import { BadRequest, Conflict, describeMarshmallow, NotFound, throttledResponse } from '../errors';
-import { bodyErrors, errors, nativeJson, NoContent, parseId, routeOptions } from '../http';
-import { collection, Paginated, parseUsernameCursor } from '../pagination';
+import { bodyErrors, errors, nativeJson, NoContent, parseId, routeOptions } from '../wire/http';
+import { collection, Paginated, parseUsernameCursor } from '../wire/pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
 import { NewUser, User, UserChanges, UserIdParams, UserKeyParams } from './schemas';
 import { serializeUser } from './serialize';

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { UsageError } from '@platform/http-kit';
 import type { WorkspaceDatabase } from '../db/schema';
-import { toKasmDate } from '../kasm/wire';
+import { toKasmDate } from '../wire/kasm';
 import { isPermission, PERMISSIONS, type Permission } from './permissions';
 import { createApiKeysRepository, type NewApiKey } from './repository';
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { OperationBody, operation } from '../kasm/operation';
+import { OperationBody, operation } from '../wire/operation';
 import { reads } from './permissions';
 
 const authRoutes: FastifyPluginAsyncTypebox = async (app) => {

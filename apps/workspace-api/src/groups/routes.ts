@@ -1,7 +1,7 @@
 import { reads, writes } from '../auth/permissions';
-import { required } from '../kasm/fields';
-import { answerEmpty, EmptyResponse, operationsOf } from '../kasm/operation';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kasm/paging';
+import { required } from '../wire/fields';
+import { answerEmpty, EmptyResponse, operationsOf } from '../wire/operation';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../wire/paging';
 import { UserResponse, UsersResponse } from '../users/schemas';
 import {
   ChangeUserGroupBody,

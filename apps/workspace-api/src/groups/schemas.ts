@@ -1,8 +1,8 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Nullable } from '@platform/schema';
-import { OperationBody } from '../kasm/operation';
-import { PageField, PageSizeField } from '../kasm/paging';
-import { IdInput, KasmId } from '../kasm/wire';
+import { OperationBody } from '../wire/operation';
+import { PageField, PageSizeField } from '../wire/paging';
+import { IdInput, KasmId } from '../wire/kasm';
 
 /** Kasm's priority range: when group settings layer, the lower number wins. */
 export const PRIORITY_MIN = 1;

@@ -1,5 +1,5 @@
 import type { GroupRow } from '../db/schema';
-import { toKasmId } from '../kasm/wire';
+import { toKasmId } from '../wire/kasm';
 import type { Group } from './schemas';
 
 export function toGroup(row: GroupRow): Group {

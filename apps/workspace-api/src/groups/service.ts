@@ -10,9 +10,9 @@ import {
   NotMember,
   SystemGroup,
 } from '../errors';
-import { given, lookup } from '../kasm/fields';
-import { paged, pageOf } from '../kasm/paging';
-import { parseId, toKasmId } from '../kasm/wire';
+import { given, lookup } from '../wire/fields';
+import { paged, pageOf } from '../wire/paging';
+import { parseId, toKasmId } from '../wire/kasm';
 import { createUsersRepository } from '../users/repository';
 import type { User } from '../users/schemas';
 import { usersWithGroups } from '../users/service';

@@ -1,8 +1,8 @@
 import { annotate } from '@platform/schema';
 import { reads, writes } from '../auth/permissions';
 import { MissingGroupOrImage } from '../errors';
-import { required, requiredNamed } from '../kasm/fields';
-import { answerEmpty, EmptyResponse, operationsOf } from '../kasm/operation';
+import { required, requiredNamed } from '../wire/fields';
+import { answerEmpty, EmptyResponse, operationsOf } from '../wire/operation';
 import {
   DeleteImageBody,
   GetImagesBody,

@@ -1,7 +1,7 @@
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { annotate, Nullable } from '@platform/schema';
-import { OperationBody } from '../kasm/operation';
-import { IdInput, KasmDate, KasmId } from '../kasm/wire';
+import { OperationBody } from '../wire/operation';
+import { IdInput, KasmDate, KasmId } from '../wire/kasm';
 import { InstalledEntry, type WorkspaceEntry } from './registry';
 
 /** An installed workspace: the registry entry's fields plus `image_id`, `enabled`, `created`. */

@@ -1,5 +1,5 @@
 import type { ImageRow } from '../db/schema';
-import { toKasmDate, toKasmId } from '../kasm/wire';
+import { toKasmDate, toKasmId } from '../wire/kasm';
 import type { Image } from './schemas';
 
 /** The wire form of an installed image: the entry's fields, `image_id`, `enabled`, `created`; memory stays in MB. */

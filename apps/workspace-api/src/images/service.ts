@@ -8,8 +8,8 @@ import {
   InvalidWorkspace,
   UnknownUser,
 } from '../errors';
-import { lookup } from '../kasm/fields';
-import { parseId } from '../kasm/wire';
+import { lookup } from '../wire/fields';
+import { parseId } from '../wire/kasm';
 import { checkWorkspaceEntry, isPlainObject, type InstalledEntry } from './registry';
 import { createImagesRepository, type GroupImageChange } from './repository';
 import type { Image } from './schemas';

@@ -1,8 +1,8 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { annotate, Nullable } from '@platform/schema';
-import { OperationBody } from '../kasm/operation';
-import { PageField, PageSizeField } from '../kasm/paging';
-import { IdInput } from '../kasm/wire';
+import { OperationBody } from '../wire/operation';
+import { PageField, PageSizeField } from '../wire/paging';
+import { IdInput } from '../wire/kasm';
 
 /*
  * Request bodies declare only types: every field is optional, so each operation answers a missing

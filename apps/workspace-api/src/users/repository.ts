@@ -2,7 +2,7 @@ import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import { SQLSTATE, sqlState, executeCompiled } from '@platform/db';
 import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
 import { deleteWhere } from '../db/statements';
-import { ALL_USERS_GROUP_ID } from '../kasm/wire';
+import { ALL_USERS_GROUP_ID } from '../wire/kasm';
 
 /** One membership of a user, with what the wire shows of the group. */
 export interface MembershipRow {

@@ -1,9 +1,9 @@
 import { annotate } from '@platform/schema';
 import { reads, writes } from '../auth/permissions';
 import { ForceNotBoolean, InvalidRequest } from '../errors';
-import { required, requiredNamed } from '../kasm/fields';
-import { answerEmpty, EmptyResponse, operationsOf } from '../kasm/operation';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kasm/paging';
+import { required, requiredNamed } from '../wire/fields';
+import { answerEmpty, EmptyResponse, operationsOf } from '../wire/operation';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../wire/paging';
 import {
   CreateUserBody,
   DeleteUserBody,

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { annotate, Nullable } from '@platform/schema';
-import { KasmDate, KasmId } from '../kasm/wire';
+import { KasmDate, KasmId } from '../wire/kasm';
 
 export const GroupRef = Type.Object({ name: Type.String(), group_id: KasmId });
 

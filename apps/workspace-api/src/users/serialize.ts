@@ -1,5 +1,5 @@
 import type { UserRow } from '../db/schema';
-import { toKasmDate, toKasmId } from '../kasm/wire';
+import { toKasmDate, toKasmId } from '../wire/kasm';
 import type { ListedUserRow, MembershipRow } from './repository';
 import type { User } from './schemas';
 

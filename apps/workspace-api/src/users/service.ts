@@ -9,9 +9,9 @@ import {
   UserExists,
   UsernameInUse,
 } from '../errors';
-import { given, lookup, named } from '../kasm/fields';
-import { pageOf } from '../kasm/paging';
-import { cut64 } from '../kasm/wire';
+import { given, lookup, named } from '../wire/fields';
+import { pageOf } from '../wire/paging';
+import { cut64 } from '../wire/kasm';
 import type { NameChanges, NewUserFields, UserChanges, UserRef } from './body';
 import { assertPasswordRules, hashPassword } from './passwords';
 import { createUsersRepository, type UsersRepository } from './repository';

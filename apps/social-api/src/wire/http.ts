@@ -2,7 +2,7 @@ import type { FastifyReply, FastifySchema, onRequestHookHandler } from 'fastify'
 import { Type } from '@sinclair/typebox';
 import { MAX_ID } from '@platform/schema';
 import { errorResponses } from '@platform/http-kit';
-import { NotFound, socialDialect } from './errors';
+import { NotFound, socialDialect } from '../errors';
 
 /** OpenAPI error responses in the service's error format (every route can meet 500 and 503). */
 export const errors = (...statuses: number[]) =>

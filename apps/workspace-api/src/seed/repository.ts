@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import { insertMissing } from './db/statements';
-import type { NewUser, WorkspaceDatabase } from './db/schema';
+import { insertMissing } from '../db/statements';
+import type { NewUser, WorkspaceDatabase } from '../db/schema';
 
 /** The statements only seeding needs: many users, groups and memberships at once; existing names are left alone. */
 export function seedRepository(db: Kysely<WorkspaceDatabase>) {

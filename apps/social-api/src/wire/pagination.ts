@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { RequestValidationError } from '@platform/http-kit';
 import { Int32 } from '@platform/schema';
-import { BadRequest, NotFound } from './errors';
+import { BadRequest, NotFound } from '../errors';
 import type { FastifyReply } from 'fastify';
 import { errors, nativeJson } from './http';
 

@@ -2,20 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { faker } from '@faker-js/faker';
 import type { Kysely } from 'kysely';
-import type { Config } from './config';
-import type { NewUser, WorkspaceDatabase } from './db/schema';
-import { readRegistryDocument } from './images/cli';
-import { createImagesRepository } from './images/repository';
-import { createImagesService } from './images/service';
-import { ALL_USERS_GROUP_ID, cut64 } from './kasm/wire';
-import { seedRepository } from './seed-repository';
-import { hashPassword } from './users/passwords';
+import type { Config } from '../config';
+import type { NewUser, WorkspaceDatabase } from '../db/schema';
+import { readRegistryDocument } from '../images/cli';
+import { createImagesRepository } from '../images/repository';
+import { createImagesService } from '../images/service';
+import { ALL_USERS_GROUP_ID, cut64 } from '../wire/kasm';
+import { seedRepository } from './repository';
+import { hashPassword } from '../users/passwords';
 
 export const SEED_USAGE = `  seed [--users=N] [--groups=N]  add demo users (default 50) and groups (default 5) with memberships,
                                 and install the sample registry's workspaces`;
 
 /** The registry the demo workspaces come from (from src/ and dist/ alike). */
-export const SAMPLE_REGISTRY = resolve(__dirname, '..', 'registry', 'sample-list.json');
+export const SAMPLE_REGISTRY = resolve(__dirname, '..', '..', 'registry', 'sample-list.json');
 
 const MAX_COUNT = 100_000;
 

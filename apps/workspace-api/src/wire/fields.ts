@@ -1,5 +1,5 @@
 import { MissingParameters } from '../errors';
-import { parseId } from './wire';
+import { parseId } from './kasm';
 
 /*
  * How operations read their fields: present and `null` counts as absent, and a malformed id is

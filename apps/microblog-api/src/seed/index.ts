@@ -1,8 +1,8 @@
 import { faker } from '@faker-js/faker';
 import type { Kysely } from 'kysely';
 import type { MicroblogDatabase, NewPost, NewReply } from '../db/schema';
-import { createPostsRepository } from './repository';
-import { QUEST_TOPICS, REACTION_KINDS } from './schemas';
+import { createPostsRepository } from '../posts/repository';
+import { QUEST_TOPICS, REACTION_KINDS } from '../posts/schemas';
 
 const BATCH = 500;
 

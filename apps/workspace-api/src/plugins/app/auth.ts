@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AccessDenied, AccessExpired, InvalidRequest, Unauthorized } from '../errors';
-import type { ApiKeyRow } from '../db/schema';
-import { createApiKeysRepository } from './repository';
-import { secretMatches, hashSecret } from './keys';
-import type { OperationAccess } from './permissions';
+import { AccessDenied, AccessExpired, InvalidRequest, Unauthorized } from '../../errors';
+import type { ApiKeyRow } from '../../db/schema';
+import { createApiKeysRepository } from '../../auth/repository';
+import { secretMatches, hashSecret } from '../../auth/keys';
+import type { OperationAccess } from '../../auth/permissions';
 
 declare module 'fastify' {
   interface FastifyInstance {
