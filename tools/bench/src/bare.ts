@@ -4,8 +4,8 @@
 // same parameters, same order), reads their rows, and answers the same JSON value the service
 // answered, serialised per request with JSON.stringify (the bench checks the bytes are identical).
 // So it is "HTTP + Fastify + the same SQL through pg + serialising the same JSON" and nothing else.
-// compare.ts compiles it to JavaScript and runs `node bare.js <payload file>` with `PORT`. An entry
-// point only: never import it for its values (compare.ts takes the payload type, which is erased).
+// lib/baselines.ts compiles it to JavaScript and runs `node bare.js <payload file>` with `PORT`. An
+// entry point only: never import it for its values (only its types, which are erased).
 import { readFileSync } from 'node:fs';
 import process from 'node:process';
 import { fastify } from 'fastify';

@@ -1,7 +1,7 @@
 // The baseline of the benchmarks: a bare Fastify server (default options, no logger, no plugins)
-// answering one route from memory with the exact bytes and headers the service answered. lib.ts's
-// startBaseline compiles it to JavaScript and runs `node baseline.js <payload file>` with `PORT`. An
-// entry point only: never import it for its values (lib.ts takes the payload type, which is erased).
+// answering one route from memory with the exact bytes and headers the service answered.
+// lib/baselines.ts compiles it to JavaScript and runs `node baseline.js <payload file>` with `PORT`.
+// An entry point only: never import it for its values (only its payload type, which is erased).
 import { Buffer } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import process from 'node:process';

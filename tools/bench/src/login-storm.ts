@@ -11,17 +11,23 @@
 // Every figure is reported next to the quiet one of the same configuration (ratios). Not a test.
 import { Agent, request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import * as lib from './lib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureServiceBuild } from './lib/build';
+import { databaseEnv, throwAwayDatabase } from './lib/database';
+import { loadAverage } from './lib/machine';
+import { percentile, round } from './lib/numbers';
+import { benchOptions, type BenchOptions } from './lib/options';
+import { request, startService, stopNode } from './lib/processes';
+import { writeReport } from './lib/report';
+import { log, runMain, stamp } from './lib/run';
+import { APP_DIST } from './social-setup';
 
-const APP_DIST = path.join(lib.ROOT, 'apps/social-api/dist');
-
-type Options = lib.BenchOptions<'storm' | 'logins'>;
+type Options = BenchOptions<'storm' | 'logins'>;
 
 const options = (): Options =>
-  lib.benchOptions({
+  benchOptions({
     command: 'npm run bench:login-storm',
     project: 'social-api',
     schemaPrefix: 'social',
@@ -81,12 +87,6 @@ function client(base: string, localAddress?: string) {
 const basic = (name: string, password: string) =>
   `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
 
-function percentile(values: number[], p: number): number | null {
-  if (!values.length) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 interface Latency {
   n: number;
   p50: number | null;
@@ -100,8 +100,8 @@ function latency(hits: Hit[]): Latency {
   const ms = hits.map((h) => h.ms);
   return {
     n: hits.length,
-    p50: lib.round(percentile(ms, 50) ?? NaN, 1),
-    p99: lib.round(percentile(ms, 99) ?? NaN, 1),
+    p50: round(percentile(ms, 50) ?? NaN, 1),
+    p99: round(percentile(ms, 99) ?? NaN, 1),
     statuses,
   };
 }
@@ -128,11 +128,11 @@ interface Phase {
 }
 
 async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, opts: Options) {
-  const db = await lib.throwAwayDatabase('social', opts.databaseUrl);
-  const service = await lib.startService(
+  const db = await throwAwayDatabase('social', opts.databaseUrl);
+  const service = await startService(
     `social-api ${name}`,
     path.join(APP_DIST, 'main.js'),
-    lib.databaseEnv(db.config, { SECRET_KEY: randomBytes(24).toString('hex'), ...extraEnv }),
+    databaseEnv(db.config, { SECRET_KEY: randomBytes(24).toString('hex'), ...extraEnv }),
     undefined,
   );
   const user = { username: 'realuser', password: 'real-password-1' };
@@ -143,12 +143,12 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
     const r = await setup.send('POST', '/api/users', { 'content-type': 'application/json' }, body);
     if (r.status !== 201) throw new Error(`registering ${u.username}: ${r.status}`);
   }
-  const tokenAnswer = await lib.request<{ access_token: string }>(`${service.base}/api/tokens`, {
+  const tokenAnswer = await request<{ access_token: string }>(`${service.base}/api/tokens`, {
     method: 'POST',
     headers: { authorization: basic(user.username, user.password) },
   });
   const token = tokenAnswer.json.access_token;
-  const post = await lib.request<{ id: number }>(
+  const post = await request<{ id: number }>(
     `${service.base}/api/posts`,
     {
       method: 'POST',
@@ -180,7 +180,7 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
         }),
     );
     const readHits = loopUntil(readers, () => done, readOnce);
-    await lib.sleep(opts.warmup * 1000);
+    await sleep(opts.warmup * 1000);
     const logins: Hit[] = [];
     const deadline = performance.now() + opts.duration * 1000;
     while (logins.length < opts.logins || performance.now() < deadline) {
@@ -195,7 +195,7 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
       login: latency(logins),
       read: latency(reads),
       storm: stormClients.length
-        ? { ...latency(storm), perSecond: lib.round(storm.length / seconds, 1) ?? 0 }
+        ? { ...latency(storm), perSecond: round(storm.length / seconds, 1) ?? 0 }
         : undefined,
     };
   };
@@ -215,7 +215,7 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
   );
   clearTimeout(timer);
   const loginThroughput = {
-    perSecond: lib.round(
+    perSecond: round(
       loginHits.filter((h) => h.status === 200).length / ((performance.now() - throughputStart) / 1000),
       1,
     ),
@@ -230,9 +230,8 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
   );
   realUser.close();
   readers.forEach((c) => c.close());
-  service.child.kill('SIGTERM');
-  await service.exited;
-  const ratio = (a: number | null, b: number | null) => (a !== null && b ? lib.round(a / b, 2) : null);
+  await stopNode(service);
+  const ratio = (a: number | null, b: number | null) => (a !== null && b ? round(a / b, 2) : null);
   return {
     loginThroughput,
     quiet,
@@ -250,32 +249,25 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
 }
 
 async function main(opts: Options) {
-  lib.ensureBuild({
-    project: 'social-api',
-    required: [path.join(APP_DIST, 'main.js')],
-    sources: ['apps/social-api', 'libs/http-kit', 'libs/db', 'libs/schema'],
-    force: opts.build,
-  });
+  ensureServiceBuild({ project: 'social-api', dist: APP_DIST, files: ['main.js'], force: opts.build });
   const results: Record<string, Awaited<ReturnType<typeof measureConfiguration>>> = {};
   for (const [name, env] of Object.entries(CONFIGURATIONS)) {
-    lib.log(`measuring ${name} ...`);
+    log(`measuring ${name} ...`);
     results[name] = await measureConfiguration(name, env, opts);
   }
   const [before, today] = Object.values(results);
   const report = {
     bench: 'login-storm',
     at: new Date().toISOString(),
-    loadAverage: lib.loadAverage(),
+    loadAverage: loadAverage(),
     options: opts,
     results,
     loginThroughputTodayToBefore:
       before.loginThroughput.perSecond && today.loginThroughput.perSecond
-        ? lib.round(today.loginThroughput.perSecond / before.loginThroughput.perSecond, 2)
+        ? round(today.loginThroughput.perSecond / before.loginThroughput.perSecond, 2)
         : null,
   };
-  const file = path.join(lib.RESULTS_DIR, `login-storm-${lib.stamp(new Date())}.json`);
-  mkdirSync(lib.RESULTS_DIR, { recursive: true });
-  writeFileSync(file, JSON.stringify(report, null, 2));
+  const file = writeReport(`login-storm-${stamp(new Date())}`, report);
   for (const [name, r] of Object.entries(results)) {
     console.log(`\n${name}`);
     console.log(
@@ -297,4 +289,4 @@ async function main(opts: Options) {
   console.log(`report: ${file}`);
 }
 
-void lib.runMain(options, main);
+void runMain(options, main);

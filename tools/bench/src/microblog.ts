@@ -11,21 +11,36 @@ import type { MicroblogDatabase } from '@platform/microblog-api/db/schema';
 import type { Post } from '@platform/microblog-api/posts/schemas';
 import { seedDemoData } from '@platform/microblog-api/posts/seed';
 import { sql } from 'kysely';
-import * as lib from './lib';
+import { startBaseline } from './lib/baselines';
+import { ensureServiceBuild } from './lib/build';
+import {
+  analyzedDatabaseInfo,
+  databaseEnv,
+  throwAwayDatabase,
+  type BenchDatabase,
+  type DatabaseInfo,
+} from './lib/database';
+import { counterAfterRun, reqPerSecRatio, runScenarios, type CounterCheck, type Scenario } from './lib/load';
+import { loadAverage } from './lib/machine';
+import { round } from './lib/numbers';
+import { benchOptions, type BenchOptions } from './lib/options';
+import { request, startService } from './lib/processes';
+import { printReport, reportHead, writeReport, type Report } from './lib/report';
+import { log, ROOT, runMain, stamp } from './lib/run';
 
-const APP_DIST = path.join(lib.ROOT, 'apps/microblog-api/dist');
+const APP_DIST = path.join(ROOT, 'apps/microblog-api/dist');
 
-type Options = lib.BenchOptions<'posts'>;
+type Options = BenchOptions<'posts'>;
 
 const options = (): Options =>
-  lib.benchOptions({
+  benchOptions({
     command: 'npm run bench',
     project: 'microblog-api',
     schemaPrefix: 'microblog',
     own: { posts: { help: 'posts to seed (each with 0..3 replies)', env: 'BENCH_POSTS', fallback: 10_000 } },
   });
 
-interface SeededDatabase extends lib.DatabaseInfo {
+interface SeededDatabase extends DatabaseInfo {
   posts: number;
   replies: number;
   onlineSafetyPosts: number;
@@ -38,16 +53,16 @@ interface SeededDatabase extends lib.DatabaseInfo {
   seededReplies: number;
 }
 
-interface MicroblogReport extends lib.Report<SeededDatabase> {
+interface MicroblogReport extends Report<SeededDatabase> {
   deepToFirstPageRatio: number | null;
-  reactionCheck: lib.CounterCheck & { postId: number; likesBefore: number; likesAfter: number };
+  reactionCheck: CounterCheck & { postId: number; likesBefore: number; likesAfter: number };
 }
 
 /** Seeds the throw-away database (a fresh schema) with the service's own seed, in this process. */
 async function prepareDatabase(
   opts: Options,
-): Promise<{ config: lib.BenchDatabase['config']; info: SeededDatabase }> {
-  const throwAway = await lib.throwAwayDatabase('microblog', opts.databaseUrl);
+): Promise<{ config: BenchDatabase['config']; info: SeededDatabase }> {
+  const throwAway = await throwAwayDatabase('microblog', opts.databaseUrl);
   const { config } = throwAway;
   const database = await openDatabase<MicroblogDatabase>(config);
   try {
@@ -55,7 +70,7 @@ async function prepareDatabase(
     const started = performance.now();
     const seeded = await seedDemoData(database.db, opts.posts);
     const seedSeconds = (performance.now() - started) / 1000;
-    const analyzed = await lib.analyzedDatabaseInfo(database.db, throwAway);
+    const analyzed = await analyzedDatabaseInfo(database.db, throwAway);
     const stats = (
       await sql<{
         min_id: number;
@@ -86,7 +101,7 @@ async function prepareDatabase(
         newestId: stats.max_id,
         oldestId: stats.min_id,
         deepBefore: deep.id,
-        seedSeconds: lib.round(seedSeconds, 1),
+        seedSeconds: round(seedSeconds, 1),
         seededReplies: seeded.replies,
       },
     };
@@ -96,7 +111,7 @@ async function prepareDatabase(
 }
 
 async function likesOf(base: string, postId: number): Promise<number> {
-  const { json } = await lib.request<Post[]>(`${base}/api/microblog?before=${postId + 1}&limit=1`);
+  const { json } = await request<Post[]>(`${base}/api/microblog?before=${postId + 1}&limit=1`);
   if (json[0]?.id !== postId) throw new Error(`post ${postId} not found`);
   return json[0].reactions.like;
 }
@@ -104,38 +119,36 @@ async function likesOf(base: string, postId: number): Promise<number> {
 async function bench(opts: Options): Promise<void> {
   const startedAt = new Date();
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
-  const loadAtStart = lib.loadAverage();
-  lib.ensureBuild({
+  const loadAtStart = loadAverage();
+  ensureServiceBuild({
     project: 'microblog-api',
-    required: ['app.js', 'main.js']
-      .map((f) => path.join(APP_DIST, f))
-      .concat(path.join(lib.ROOT, 'libs/db/dist/index.js')),
-    sources: ['apps/microblog-api', 'libs/db', 'libs/http-kit', 'libs/schema'],
+    dist: APP_DIST,
+    files: ['app.js', 'main.js'],
     force: opts.build,
   });
 
-  lib.log(
+  log(
     `seeding ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} ...`,
   );
   const { config, info: db } = await prepareDatabase(opts);
-  lib.log(`seeded ${db.posts} posts, ${db.replies} replies in ${db.seedSeconds}s (not measured)`);
+  log(`seeded ${db.posts} posts, ${db.replies} replies in ${db.seedSeconds}s (not measured)`);
 
   // The service, as it runs in production, but quiet and with writes effectively unlimited.
-  const cpuProfile = opts.cpuProf ? `${lib.stamp(startedAt)}-microblog-api.cpuprofile` : undefined;
-  const service = await lib.startService(
+  const cpuProfile = opts.cpuProf ? `${stamp(startedAt)}-microblog-api.cpuprofile` : undefined;
+  const service = await startService(
     'microblog-api',
     path.join(APP_DIST, 'main.js'),
-    lib.databaseEnv(config, { WRITE_RATE_LIMIT: '1000000000' }),
+    databaseEnv(config, { WRITE_RATE_LIMIT: '1000000000' }),
     cpuProfile,
   );
   const base = service.base;
 
   // One look at each page before the load: sizes, and that they are what the scenario claims.
-  const first = await lib.request<Post[]>(`${base}/api/microblog`);
+  const first = await request<Post[]>(`${base}/api/microblog`);
   const deepUrl = `${base}/api/microblog?before=${db.deepBefore}`;
-  const deep = await lib.request<Post[]>(deepUrl);
+  const deep = await request<Post[]>(deepUrl);
   const topicUrl = `${base}/api/microblog?topic=online_safety`;
-  const topic = await lib.request<Post[]>(topicUrl);
+  const topic = await request<Post[]>(topicUrl);
   if (topic.json.some((p) => p.quest_topic !== 'online_safety'))
     throw new Error('topic page holds other topics');
   const reactionPost = db.newestId;
@@ -144,13 +157,13 @@ async function bench(opts: Options): Promise<void> {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ post_id: reactionPost, reaction_type: 'like' }),
   } as const;
-  const probe = await lib.request(`${base}/api/microblog/reaction`, reaction);
+  const probe = await request(`${base}/api/microblog/reaction`, reaction);
   const likesBefore = await likesOf(base, reactionPost);
 
   // The baseline: same body bytes, content type and Link header, from memory, in its own process.
-  const baseline = await lib.startBaseline('/api/microblog', first, ['content-type', 'link']);
+  const baseline = await startBaseline('/api/microblog', first, ['content-type', 'link']);
 
-  const scenarios: lib.Scenario[] = [
+  const scenarios: Scenario[] = [
     {
       name: 'baseline',
       label: 'baseline: bare Fastify, same body from memory',
@@ -194,26 +207,26 @@ async function bench(opts: Options): Promise<void> {
     },
   ];
 
-  const results = await lib.runScenarios(scenarios, opts);
+  const results = await runScenarios(scenarios, opts);
 
   // A reaction is a counter: every 2xx must have added one like.
-  const { after: likesAfter, ...likes } = await lib.counterAfterRun(results, 'reaction', {
+  const { after: likesAfter, ...likes } = await counterAfterRun(results, 'reaction', {
     before: likesBefore,
     read: () => likesOf(base, reactionPost),
   });
   const reactionCheck = { postId: reactionPost, likesBefore, likesAfter, ...likes };
 
   const report: MicroblogReport = {
-    ...lib.reportHead({ startedAt, loadAtStart, project: 'microblog-api', opts, database: db, service }),
-    deepToFirstPageRatio: lib.reqPerSecRatio(results, 'deep-page', 'first-page'),
+    ...reportHead({ startedAt, loadAtStart, project: 'microblog-api', opts, database: db, service }),
+    deepToFirstPageRatio: reqPerSecRatio(results, 'deep-page', 'first-page'),
     cpuProfile: cpuProfile ? `tools/bench/results/${cpuProfile}` : null,
     reactionCheck,
     scenarios: results,
   };
-  const file = lib.writeReport(lib.stamp(startedAt), report);
+  const file = writeReport(stamp(startedAt), report);
 
   const rc = reactionCheck;
-  lib.printReport(report, file, {
+  printReport(report, file, {
     title: 'microblog-api bench',
     seeded: `${db.posts} posts / ${db.replies} replies`,
     notes: [
@@ -224,4 +237,4 @@ async function bench(opts: Options): Promise<void> {
   });
 }
 
-void lib.runMain(options, bench);
+void runMain(options, bench);

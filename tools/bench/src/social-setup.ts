@@ -1,18 +1,18 @@
-// What the social-api benchmarks share (social.ts, and compare.ts's social routes): its command line
+// What the social-api benchmarks share (social.ts, and compare's social routes): its command line
 // (the fake data commands), the bench user (registered, logged in, following others) and a page's
 // type. See README.md in tools/bench.
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { openDatabase } from '@platform/db';
 import type { Pagination } from '@platform/social-api/pagination';
 import type { TokenPair } from '@platform/social-api/tokens/schemas';
 import type { User } from '@platform/social-api/users/schemas';
-import type { Kysely } from 'kysely';
-import * as lib from './lib';
+import { round } from './lib/numbers';
+import { request, startNode } from './lib/processes';
+import { ROOT } from './lib/run';
 
-export const APP_DIST = path.join(lib.ROOT, 'apps/social-api/dist');
+export const APP_DIST = path.join(ROOT, 'apps/social-api/dist');
 
 /** One page of a collection: the body `Paginated(item)` of social-api's pagination.ts describes. */
 export interface Page<T> {
@@ -21,8 +21,8 @@ export interface Page<T> {
 }
 
 /** `node apps/social-api/dist/cli.js <args>` on the throw-away database; its output, or an error. */
-export async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const proc = lib.startNode(`social-api ${args.join(' ')}`, [path.join(APP_DIST, 'cli.js'), ...args], env);
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const proc = startNode(`social-api ${args.join(' ')}`, [path.join(APP_DIST, 'cli.js'), ...args], env);
   const { code, signal } = await proc.exited;
   if (code !== 0)
     throw new Error(
@@ -41,20 +41,7 @@ export async function fake(
   const output = await cli(['fake', kind, String(count)], env);
   if (!output.endsWith(`${count} ${kind} added.`))
     throw new Error(`fake ${kind} ${count} printed ${JSON.stringify(output.slice(-500))}`);
-  return lib.round((performance.now() - started) / 1000, 1);
-}
-
-/** Opens the throw-away database in this process for `run(db)` (raw SQL: the tables are social-api's). */
-export async function withDatabase<T>(
-  config: lib.BenchDatabase['config'],
-  run: (db: Kysely<unknown>) => Promise<T>,
-): Promise<T> {
-  const database = await openDatabase({ ...config, poolMax: 1 });
-  try {
-    return await run(database.db);
-  } finally {
-    await database.close();
-  }
+  return round((performance.now() - started) / 1000, 1);
 }
 
 export interface BenchUser {
@@ -70,7 +57,7 @@ export async function benchUser(base: string, targets: number[]): Promise<BenchU
   const username = `bench_${suffix}`;
   const password = randomBytes(12).toString('hex');
   const json = { 'content-type': 'application/json' };
-  const { json: user } = await lib.request<User>(
+  const { json: user } = await request<User>(
     `${base}/api/users`,
     {
       method: 'POST',
@@ -80,12 +67,19 @@ export async function benchUser(base: string, targets: number[]): Promise<BenchU
     201,
   );
   const basic = Buffer.from(`${username}:${password}`).toString('base64');
-  const { json: tokens } = await lib.request<TokenPair>(`${base}/api/tokens`, {
+  const { json: tokens } = await request<TokenPair>(`${base}/api/tokens`, {
     method: 'POST',
     headers: { authorization: `Basic ${basic}` },
   });
   const auth = { authorization: `Bearer ${tokens.access_token}` };
   for (const id of targets)
-    await lib.request(`${base}/api/me/following/${id}`, { method: 'POST', headers: auth }, 204);
+    await request(`${base}/api/me/following/${id}`, { method: 'POST', headers: auth }, 204);
   return { id: user.id, username, auth };
+}
+
+/** `count` of `ids` spread evenly over them (all of them when there are fewer): whom the bench user follows. */
+export function spreadOver(ids: number[], count: number): number[] {
+  const n = Math.min(count, ids.length);
+  const step = ids.length / n;
+  return Array.from({ length: n }, (_, i) => ids[Math.floor(i * step)]);
 }

@@ -5,20 +5,32 @@
 // every figure as a ratio to the baseline measured in the same run. Not a test: it never passes or
 // fails on a threshold. See README.md in tools/bench.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Post } from '@platform/social-api/posts/schemas';
 import type { User } from '@platform/social-api/users/schemas';
 import { sql } from 'kysely';
-import * as lib from './lib';
-import { APP_DIST, benchUser, fake, withDatabase, type BenchUser, type Page } from './social-setup';
+import { startBaseline } from './lib/baselines';
+import { ensureServiceBuild } from './lib/build';
+import {
+  analyzedDatabaseInfo,
+  databaseEnv,
+  throwAwayDatabase,
+  withDatabase,
+  type BenchDatabase,
+  type DatabaseInfo,
+} from './lib/database';
+import { counterAfterRun, reqPerSecRatio, runScenarios, type CounterCheck, type Scenario } from './lib/load';
+import { loadAverage } from './lib/machine';
+import { benchOptions, type BenchOptions } from './lib/options';
+import { request, startService, type Answer } from './lib/processes';
+import { printReport, reportHead, writeReport, type Report } from './lib/report';
+import { log, runMain, stamp } from './lib/run';
+import { APP_DIST, benchUser, fake, spreadOver, type BenchUser, type Page } from './social-setup';
 
-const CLI_SOURCE = path.join(lib.ROOT, 'apps/social-api/src/cli.ts');
-
-type Options = lib.BenchOptions<'users' | 'posts' | 'follows'>;
+type Options = BenchOptions<'users' | 'posts' | 'follows'>;
 
 const options = (): Options =>
-  lib.benchOptions({
+  benchOptions({
     command: 'npm run bench:social',
     project: 'social-api',
     schemaPrefix: 'social',
@@ -41,7 +53,7 @@ const options = (): Options =>
     },
   });
 
-interface SeededDatabase extends lib.DatabaseInfo {
+interface SeededDatabase extends DatabaseInfo {
   users: number;
   posts: number;
   follows: number;
@@ -50,43 +62,27 @@ interface SeededDatabase extends lib.DatabaseInfo {
   analyzed: true;
 }
 
-interface SocialReport extends lib.Report<SeededDatabase> {
+interface SocialReport extends Report<SeededDatabase> {
   benchUser: { id: number; username: string; following: number; feedPosts: number };
   deepCursor: { offset: number; postId: number; timestamp: string; reportedOffset: number };
   feedDeepToFirstRatio: number | null;
-  postCheck: lib.CounterCheck & { userId: number; postsBefore: number; postsAfter: number };
-}
-
-/** The fake data commands live in src/cli.ts; while it is missing, look every 30 s for up to 30 min. */
-async function waitForCli(): Promise<boolean> {
-  if (existsSync(CLI_SOURCE)) return false;
-  lib.log('apps/social-api/src/cli.ts does not exist yet; looking again every 30 s for up to 30 minutes');
-  const deadline = Date.now() + 30 * 60_000;
-  while (Date.now() < deadline) {
-    await lib.sleep(30_000);
-    if (existsSync(CLI_SOURCE)) {
-      lib.log('apps/social-api/src/cli.ts appeared; rebuilding');
-      await lib.sleep(5_000); // let its author finish saving the files next to it
-      return true;
-    }
-  }
-  throw new Error('apps/social-api/src/cli.ts still does not exist after 30 minutes');
+  postCheck: CounterCheck & { userId: number; postsBefore: number; postsAfter: number };
 }
 
 /** Seeds with the service's command line, then reads what the scenarios need (in this process). */
 async function prepareDatabase(opts: Options): Promise<{
-  config: lib.BenchDatabase['config'];
+  config: BenchDatabase['config'];
   info: SeededDatabase;
   followTargets: number[];
 }> {
-  const throwAway = await lib.throwAwayDatabase('social', opts.databaseUrl);
+  const throwAway = await throwAwayDatabase('social', opts.databaseUrl);
   const { config } = throwAway;
-  const env = lib.databaseEnv(config, { LOG_LEVEL: 'warn' });
+  const env = databaseEnv(config, { LOG_LEVEL: 'warn' });
   const usersSeconds = await fake('users', opts.users, env);
   const postsSeconds = await fake('posts', opts.posts, env);
   return withDatabase(config, async (db) => {
     // (The fake commands analyze what they load too.)
-    const analyzed = await lib.analyzedDatabaseInfo(db, throwAway);
+    const analyzed = await analyzedDatabaseInfo(db, throwAway);
     const stats = (
       await sql<{
         users: number;
@@ -102,12 +98,8 @@ async function prepareDatabase(opts: Options): Promise<{
     const ids = (await sql<{ id: number }>`select id from users order by id`.execute(db)).rows.map(
       (r) => r.id,
     );
-    // The bench user follows users spread evenly over the ids: a feed of about follows × posts/users posts.
-    const step = ids.length / Math.min(opts.follows, ids.length);
-    const followTargets = Array.from(
-      { length: Math.min(opts.follows, ids.length) },
-      (_, i) => ids[Math.floor(i * step)],
-    );
+    // Users spread evenly over the ids: a feed of about follows × posts/users posts.
+    const followTargets = spreadOver(ids, opts.follows);
     return {
       config,
       info: {
@@ -125,7 +117,7 @@ async function prepareDatabase(opts: Options): Promise<{
 
 /** How many posts the bench user has written (the post-creation counter). */
 async function postsOf(base: string, auth: BenchUser['auth'], userId: number): Promise<number> {
-  const { json } = await lib.request<Page<Post>>(`${base}/api/users/${userId}/posts?limit=1`, {
+  const { json } = await request<Page<Post>>(`${base}/api/users/${userId}/posts?limit=1`, {
     headers: auth,
   });
   return json.pagination.total;
@@ -134,32 +126,29 @@ async function postsOf(base: string, auth: BenchUser['auth'], userId: number): P
 async function bench(opts: Options): Promise<void> {
   const startedAt = new Date();
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
-  const loadAtStart = lib.loadAverage();
-  const cliAppeared = await waitForCli();
-  lib.ensureBuild({
+  const loadAtStart = loadAverage();
+  ensureServiceBuild({
     project: 'social-api',
-    required: ['app.js', 'main.js', 'cli.js']
-      .map((f) => path.join(APP_DIST, f))
-      .concat(path.join(lib.ROOT, 'libs/db/dist/index.js')),
-    sources: ['apps/social-api', 'libs/db', 'libs/http-kit', 'libs/schema'],
-    force: opts.build || cliAppeared,
+    dist: APP_DIST,
+    files: ['app.js', 'main.js', 'cli.js'],
+    force: opts.build,
   });
 
-  lib.log(
+  log(
     `seeding ${opts.users} users and ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} with social-api's fake commands ...`,
   );
   const { config, info: db, followTargets } = await prepareDatabase(opts);
-  lib.log(
+  log(
     `seeded ${db.users} users (${db.follows} follows) in ${db.seedSeconds.users}s and ${db.posts} posts in ${db.seedSeconds.posts}s (not measured)`,
   );
 
   // The service as it runs, quiet, with an access token that outlives the run. The one login hashes
   // with the default argon2 cost: it happens once, outside the measurements.
-  const cpuProfile = opts.cpuProf ? `${lib.stamp(startedAt)}-social-api.cpuprofile` : undefined;
-  const service = await lib.startService(
+  const cpuProfile = opts.cpuProf ? `${stamp(startedAt)}-social-api.cpuprofile` : undefined;
+  const service = await startService(
     'social-api',
     path.join(APP_DIST, 'main.js'),
-    lib.databaseEnv(config, {
+    databaseEnv(config, {
       ACCESS_TOKEN_MINUTES: '600',
       SECRET_KEY: randomBytes(24).toString('hex'),
       DISABLE_AUTH: 'no',
@@ -168,7 +157,7 @@ async function bench(opts: Options): Promise<void> {
   );
   const base = service.base;
   const me = await benchUser(base, followTargets);
-  lib.log(`logged in as ${me.username} (id ${me.id}), following ${followTargets.length} users`);
+  log(`logged in as ${me.username} (id ${me.id}), following ${followTargets.length} users`);
   await withDatabase(config, (pg) => sql`analyze`.execute(pg));
 
   // One look at each request before the load: sizes, and that they are what the scenario claims.
@@ -178,29 +167,29 @@ async function bench(opts: Options): Promise<void> {
     headers: { ...me.auth, 'content-type': 'application/json' },
     body: JSON.stringify({ text: 'A benchmark post, the same text every time.' }),
   } as const;
-  const probe = await lib.request(`${base}/api/posts`, newPost, 201);
+  const probe = await request(`${base}/api/posts`, newPost, 201);
   const get = { headers: me.auth };
-  const feed = await lib.request<Page<Post>>(`${base}/api/feed`, get);
+  const feed = await request<Page<Post>>(`${base}/api/feed`, get);
   const feedTotal = feed.json.pagination.total;
   // The deep cursor: the timestamp of the post ~80 % down the feed (posts strictly older follow it).
   const cursorOffset = Math.floor(feedTotal * 0.8);
-  const cursorPost = (await lib.request<Page<Post>>(`${base}/api/feed?offset=${cursorOffset}&limit=1`, get))
-    .json.data[0];
+  const cursorPost = (await request<Page<Post>>(`${base}/api/feed?offset=${cursorOffset}&limit=1`, get)).json
+    .data[0];
   const deepUrl = `${base}/api/feed?after=${encodeURIComponent(cursorPost.timestamp)}`;
-  const deep = await lib.request<Page<Post>>(deepUrl, get);
+  const deep = await request<Page<Post>>(deepUrl, get);
   if (deep.json.data.some((p) => p.timestamp >= cursorPost.timestamp))
     throw new Error('the deep feed page holds posts not older than its cursor');
-  const all = await lib.request<Page<Post>>(`${base}/api/posts`, get);
+  const all = await request<Page<Post>>(`${base}/api/posts`, get);
   const followersUrl = `${base}/api/users/${db.mostFollowed.id}/followers`;
-  const followers = await lib.request<Page<User>>(followersUrl, get);
+  const followers = await request<Page<User>>(followersUrl, get);
   const postsBefore = await postsOf(base, me.auth, me.id);
 
   // The baseline: the feed's bytes and content type, from memory, in its own process.
-  const baseline = await lib.startBaseline('/api/feed', feed, ['content-type'], get);
+  const baseline = await startBaseline('/api/feed', feed, ['content-type'], get);
 
   const pid = service.pid;
-  const items = (r: lib.Answer<Page<unknown>>) => r.json.data.length;
-  const scenarios: lib.Scenario[] = [
+  const items = (r: Answer<Page<unknown>>) => r.json.data.length;
+  const scenarios: Scenario[] = [
     {
       name: 'baseline',
       label: 'baseline: bare Fastify, feed bytes from memory',
@@ -258,17 +247,17 @@ async function bench(opts: Options): Promise<void> {
     },
   ];
 
-  const results = await lib.runScenarios(scenarios, opts);
+  const results = await runScenarios(scenarios, opts);
 
   // Every 201 must be one new post of the bench user.
-  const { after: postsAfter, ...posts } = await lib.counterAfterRun(results, 'create-post', {
+  const { after: postsAfter, ...posts } = await counterAfterRun(results, 'create-post', {
     before: postsBefore,
     read: () => postsOf(base, me.auth, me.id),
   });
   const postCheck = { userId: me.id, postsBefore, postsAfter, ...posts };
 
   const report: SocialReport = {
-    ...lib.reportHead({ startedAt, loadAtStart, project: 'social-api', opts, database: db, service }),
+    ...reportHead({ startedAt, loadAtStart, project: 'social-api', opts, database: db, service }),
     benchUser: { id: me.id, username: me.username, following: followTargets.length, feedPosts: feedTotal },
     deepCursor: {
       offset: cursorOffset,
@@ -276,15 +265,15 @@ async function bench(opts: Options): Promise<void> {
       timestamp: cursorPost.timestamp,
       reportedOffset: deep.json.pagination.offset,
     },
-    feedDeepToFirstRatio: lib.reqPerSecRatio(results, 'feed-deep', 'feed'),
+    feedDeepToFirstRatio: reqPerSecRatio(results, 'feed-deep', 'feed'),
     cpuProfile: cpuProfile ? `tools/bench/results/${cpuProfile}` : null,
     postCheck,
     scenarios: results,
   };
-  const file = lib.writeReport(`${lib.stamp(startedAt)}-social`, report);
+  const file = writeReport(`${stamp(startedAt)}-social`, report);
 
   const pc = postCheck;
-  lib.printReport(report, file, {
+  printReport(report, file, {
     title: 'social-api bench',
     seeded: `${db.users} users / ${db.follows} follows / ${db.posts} posts, bench user follows ${followTargets.length} (feed of ${feedTotal})`,
     notes: [
@@ -295,4 +284,4 @@ async function bench(opts: Options): Promise<void> {
   });
 }
 
-void lib.runMain(options, bench);
+void runMain(options, bench);
