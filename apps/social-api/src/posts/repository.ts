@@ -1,6 +1,6 @@
 import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { SocialDatabase } from '../db/schema';
-import { isoTimestamp, param, prepare } from '../db/prepared';
+import { isoTimestamp, param, prepare } from '@platform/db';
 import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 import { publicUserColumns, type PublicUserRow } from '../users/repository';
 

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { SocialDatabase, TokenRow } from '../db/schema';
-import { param, prepare } from '../db/prepared';
+import { param, prepare } from '@platform/db';
 import { publicUserColumns, type PublicUserRow } from '../users/repository';
 
 export interface NewTokenPair {

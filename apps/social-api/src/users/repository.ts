@@ -1,7 +1,6 @@
 import { sql, type Kysely, type Selectable, type Selection } from 'kysely';
-import { SQLSTATE, sqlState } from '@platform/db';
+import { isoTimestamp, param, prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
-import { isoTimestamp, param, prepare } from '../db/prepared';
 import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 
 /**
