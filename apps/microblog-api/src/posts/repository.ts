@@ -1,5 +1,5 @@
-import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
-import { executeCompiled } from '@platform/db';
+import { sql, type Expression, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { isoTimestamp, param, prepare } from '@platform/db';
 import type { MicroblogDatabase, NewPost, NewReply, PostsTable, RepliesTable } from '../db/schema';
 import { EMBEDDED_REPLIES, type QuestTopic, type ReactionKind, type Reply } from './schemas';
 
@@ -30,10 +30,6 @@ export interface PageWithReplies {
   hasMore: boolean;
 }
 
-/** `created_at` as the wire writes it: `2026-11-22T09:15:00.123Z` (milliseconds truncated, like Date). */
-const wireTimestamp = (column: string): RawBuilder<string> =>
-  sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 const POST_COLUMNS = [
   'id',
   'content',
@@ -54,52 +50,74 @@ const REPLY_COLUMNS = [
   'student_name',
 ] as const satisfies readonly (keyof RepliesTable)[];
 
+/** A page query's values: given, or `param(n)` placeholders of a prepared page. */
+interface PageValues {
+  rows: number | Expression<number>;
+  before?: number | Expression<number>;
+  topic?: QuestTopic | Expression<QuestTopic>;
+}
+
 /** Every statement microblog-api runs against its schema. */
 export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
-  /** One page, newest first, one extra row to learn whether more exist. Index-only ordering. */
-  function pageQuery({ limit, before, topic }: PageRequest) {
+  /**
+   * Newest first, `rows` rows (a page and one more, to learn whether more exist), before a post id,
+   * of a topic. Index-only ordering.
+   */
+  function pageSelect({ rows, before, topic }: PageValues) {
     let query = db
       .selectFrom('posts')
-      .select([...POST_COLUMNS, wireTimestamp('created_at').as('timestamp')])
+      .select([...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')])
       .orderBy('id', 'desc')
-      .limit(limit + 1);
+      .limit(rows);
     if (before !== undefined) query = query.where('id', '<', before);
     if (topic !== undefined) query = query.where('quest_topic', '=', topic);
     return query;
   }
 
+  /** One page, with its values in the query (as the listing tests explain it). */
+  const pageQuery = ({ limit, before, topic }: PageRequest) => pageSelect({ rows: limit + 1, before, topic });
+
   /**
-   * The page statement, compiled by Kysely once per shape (with or without `before`, `topic`) rather
-   * than built and compiled on every request: its parameters are, in order, `before`, `topic`, the
-   * row limit (the order `pageQuery` writes them in; the listing tests check every shape).
+   * The page statement of one shape (with or without `before`, `topic`), prepared once: its
+   * parameters are, in order, `before`, `topic` (when the shape has them), the row limit (the
+   * listing tests check every shape).
    */
-  const pageSql = new Map<string, string>();
-  function pageStatement(request: PageRequest): CompiledQuery<PostView> {
-    const shape = `${request.before !== undefined}:${request.topic !== undefined}`;
-    let text = pageSql.get(shape);
-    if (text === undefined) {
-      text = pageQuery(request).compile().sql;
-      pageSql.set(shape, text);
-    }
-    const parameters: unknown[] = [];
-    if (request.before !== undefined) parameters.push(request.before);
-    if (request.topic !== undefined) parameters.push(request.topic);
-    parameters.push(request.limit + 1);
-    return CompiledQuery.raw(text, parameters);
+  function preparePage(withBefore: boolean, withTopic: boolean) {
+    let n = 0;
+    const before = withBefore ? param<number>(++n) : undefined;
+    const topic = withTopic ? param<QuestTopic>(++n) : undefined;
+    return prepare(db, pageSelect({ rows: param<number>(++n), before, topic }), (request: PageRequest) => {
+      const values: unknown[] = [];
+      if (withBefore) values.push(request.before);
+      if (withTopic) values.push(request.topic);
+      values.push(request.limit + 1);
+      return values;
+    });
   }
+  /** By shape: 2 with `before`, plus 1 with `topic`. */
+  const pages = [
+    preparePage(false, false),
+    preparePage(false, true),
+    preparePage(true, false),
+    preparePage(true, true),
+  ];
 
   /**
    * The first replies of each post, oldest first, in one statement whatever the number of posts
-   * (`$1`: the post ids). Written once: its shape never changes.
+   * (`$1`: the post ids, as an array literal).
    */
-  const firstRepliesSql = sql`
+  const firstRepliesOf = prepare(
+    db,
+    sql<ReplyView>`
       select ${sql.join(REPLY_COLUMNS.map((c) => sql.ref(`r.${c}`)))},
-        ${wireTimestamp('r.created_at')} as timestamp
-      from unnest(${sql.val([0])}::integer[]) as p(id)
+        ${isoTimestamp('r.created_at')} as timestamp
+      from unnest(${param<string>(1)}::integer[]) as p(id)
       cross join lateral (
         select * from replies where replies.post_id = p.id order by replies.id limit ${sql.lit(EMBEDDED_REPLIES)}
       ) r
-      order by r.post_id, r.id`.compile(db).sql;
+      order by r.post_id, r.id`,
+    (ids: string) => [ids],
+  );
 
   /**
    * The first replies of `posts`, by post id (a post without replies is not in the map). The ids go
@@ -111,7 +129,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
     if (!posts.length) return byPost;
     let ids = '{';
     for (let i = 0; i < posts.length; i++) ids += (i ? ',' : '') + Math.trunc(posts[i].id);
-    const { rows } = await executeCompiled<ReplyView>(db, CompiledQuery.raw(firstRepliesSql, [`${ids}}`]));
+    const rows = await firstRepliesOf(`${ids}}`);
     // Ordered by post: each post's replies are one run of rows.
     let current: ReplyView[] | undefined;
     for (const row of rows) {
@@ -132,7 +150,8 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
 
     /** A page of posts with their replies: two statements whatever the page size. */
     async listPage(request: PageRequest): Promise<PageWithReplies> {
-      const { rows } = await executeCompiled(db, pageStatement(request));
+      const rows =
+        await pages[(request.before !== undefined ? 2 : 0) + (request.topic !== undefined ? 1 : 0)](request);
       const hasMore = rows.length > request.limit;
       const posts = hasMore ? rows.slice(0, request.limit) : rows;
       return { posts, replies: await firstReplies(posts), hasMore };
@@ -142,7 +161,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
       return db
         .insertInto('posts')
         .values(post)
-        .returning([...POST_COLUMNS, wireTimestamp('created_at').as('timestamp')])
+        .returning([...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')])
         .executeTakeFirstOrThrow();
     },
 
@@ -169,7 +188,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
         return trx
           .insertInto('replies')
           .values(reply)
-          .returning([...REPLY_COLUMNS, wireTimestamp('created_at').as('timestamp')])
+          .returning([...REPLY_COLUMNS, isoTimestamp('created_at').as('timestamp')])
           .executeTakeFirstOrThrow();
       });
     },
@@ -196,7 +215,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
         .updateTable('posts')
         .set((eb) => ({ [column]: eb(column, '+', count) }))
         .where('id', '=', postId)
-        .returning([...POST_COLUMNS, wireTimestamp('created_at').as('timestamp')])
+        .returning([...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')])
         .executeTakeFirst();
       return post ? (await withReplies([post]))[0] : null;
     },
