@@ -1,5 +1,5 @@
-import { CompiledQuery, type Kysely } from 'kysely';
-import { executeCompiled } from '@platform/db';
+import type { Kysely } from 'kysely';
+import { param, prepare } from '@platform/db';
 import type { ApiKeyRow, WorkspaceDatabase } from '../db/schema';
 import { hashSecret, newKeyPair } from './keys';
 import type { Permission } from './permissions';
@@ -11,16 +11,19 @@ export interface NewApiKey {
   expires?: Date | null;
 }
 
-/** The credential check of every Kasm operation: written once, not built by Kysely per request. */
-const FIND_BY_KEY = 'select * from api_keys where api_key = $1';
-
 /** Every statement about API keys. */
 export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
+  /** The credential check of every Kasm operation: compiled once, not built by Kysely per request. */
+  const byKey = prepare(
+    db,
+    db.selectFrom('api_keys').selectAll().where('api_key', '=', param<string>(1)),
+    (apiKey: string) => [apiKey],
+  );
+
   return {
     /** The key, read and never written (no last-used stamp): a read stays one statement. */
     async findByKey(apiKey: string): Promise<ApiKeyRow | undefined> {
-      const { rows } = await executeCompiled<ApiKeyRow>(db, CompiledQuery.raw(FIND_BY_KEY, [apiKey]));
-      return rows[0];
+      return (await byKey(apiKey))[0];
     },
 
     /** Creates a key; the secret is returned once and only its hash is stored. */
@@ -67,8 +70,7 @@ export function createApiKeysRepository(db: Kysely<WorkspaceDatabase>) {
         .returningAll()
         .executeTakeFirst();
       if (inserted) return { created: true, row: inserted, secret: plain };
-      const { rows } = await executeCompiled<ApiKeyRow>(db, CompiledQuery.raw(FIND_BY_KEY, [apiKey]));
-      const existing = rows[0];
+      const existing = (await byKey(apiKey))[0];
       if (!existing) throw new Error(`bootstrap key ${apiKey} vanished while it was being created`);
       return { created: false, row: existing };
     },

@@ -1,5 +1,5 @@
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
-import { SQLSTATE, sqlState, executeCompiled } from '@platform/db';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { param, prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
 import { deleteWhere } from '../db/statements';
 import { ALL_USERS_GROUP_ID } from '../wire/kasm';
@@ -22,13 +22,16 @@ export interface UsersPage {
   total: number;
 }
 
+type ListedRow = { total: number } & (ListedUserRow | { [K in keyof ListedUserRow]: null });
+
 /**
  * get_users in one statement: the total, the page in creation order (ties by id) and each user's
  * groups (by priority, the higher number first, then name) as JSON. The left join keeps the total
  * when the page is empty (no users, or a page past the end). `$1` offset, `$2` limit (null: all).
- * Its shape never changes, so it is written once rather than built by Kysely per request.
+ * A lateral join with a correlated JSON aggregate, written as SQL (Kysely's builders would only
+ * spell it out longer); prepared once by the repository.
  */
-const LIST_WITH_GROUPS = `
+const listWithGroups = sql<ListedRow>`
   select total.n as total, page.*
   from (select count(*)::int as n from users) as total
   left join lateral (
@@ -41,11 +44,9 @@ const LIST_WITH_GROUPS = `
       ), '[]') as groups
     from users u
     order by u.created, u.id
-    offset $1 limit $2
+    offset ${param<number>(1)} limit ${param<number | null>(2)}
   ) as page on true
   order by page.created, page.id`;
-
-type ListedRow = { total: number } & (ListedUserRow | { [K in keyof ListedUserRow]: null });
 
 export type CreateResult = { status: 'created'; row: UserRow } | { status: 'username-taken' };
 export type UpdateResult =
@@ -56,6 +57,12 @@ const isUsernameTaken = (error: unknown) => sqlState(error) === SQLSTATE.uniqueV
 
 /** Every statement the users operations run. Ids are the database (dashed) form. */
 export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
+  const listPage = prepare(db, listWithGroups, (page?: { offset: number; limit: number }) => [
+    // A page past the end is empty whatever its number: the offset is kept within bigint.
+    Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),
+    page?.limit ?? null,
+  ]);
+
   return {
     async findById(id: string): Promise<UserRow | undefined> {
       return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
@@ -68,14 +75,7 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
 
     /** A page of users (every user without `page`) with their groups and the total, in one statement. */
     async listWithGroups(page?: { offset: number; limit: number }): Promise<UsersPage> {
-      const { rows } = await executeCompiled<ListedRow>(
-        db,
-        // A page past the end is empty whatever its number: the offset is kept within bigint.
-        CompiledQuery.raw(LIST_WITH_GROUPS, [
-          Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),
-          page?.limit ?? null,
-        ]),
-      );
+      const rows = await listPage(page);
       const total = rows[0]?.total ?? 0;
       // With no user on the page, the one row holds the total and nulls.
       const users = rows.filter((row): row is { total: number } & ListedUserRow => row.id !== null);
