@@ -80,3 +80,4 @@ export async function cuttableDatabase(
   };
 }
 export * from './statements';
+export * from './wire-exact';
