@@ -6,10 +6,10 @@ import AjvCompiler from '@fastify/ajv-compiler';
 import pinoPretty from 'pino-pretty';
 import { annotationKeywords } from '@platform/schema';
 import { reasonPhrase, type ErrorDialect, type Problem } from './dialects';
-import { toProblem } from './error-handling';
+import { toProblem } from './plugins/app/error-handling';
 import { redactUrl } from './redact-url';
 import { noteRejection, OneLinePerRequest } from './request-line';
-import { SECURITY_HEADERS } from './security-headers';
+import { SECURITY_HEADERS } from './plugins/external/helmet';
 
 export interface ServerOptionsInput {
   logLevel?: string;

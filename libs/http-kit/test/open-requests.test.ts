@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { OpenRequests } from '../src/shutdown';
+import { OpenRequests } from '../src/plugins/app/shutdown';
 
 const run = promisify(execFile);
 const LIB_DIR = resolve(__dirname, '..');

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from '@sinclair/typebox';
-import { errorResponses, RequestValidationError } from '@platform/http-kit';
+import { errorResponses, rejectNonFinite, RequestValidationError } from '@platform/http-kit';
 import { annotate, MAX_ID } from '@platform/schema';
 import { PostNotFoundError, problemDetailsDialect } from '../errors';
 import { createPostsRepository, type PostWithReplies, type ReplyView } from './repository';
@@ -15,7 +15,8 @@ import {
   type ReactionKind,
 } from './schemas';
 
-const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, [...statuses, 500, 503]);
+// 500 and 503 are declared on every route by the platform (defaultErrorResponses).
+const errors = (...statuses: number[]) => errorResponses(problemDetailsDialect, statuses);
 const WRITE_ERRORS = [400, 413, 415, 429];
 
 /** A write over a write limit (see the API's description): the error body, and when to try again. */
@@ -75,24 +76,10 @@ function postIdOf(body: {
   return id;
 }
 
-/**
- * Rejects a non-finite number in the list query. Ajv coerces the text `Infinity` (or `1e400`) to
- * Infinity and then skips its range checks, which it applies to finite numbers only, so the
- * schema's bounds cannot catch it; the message gives the schema's own bounds.
- */
-function rejectNonFinite(
-  query: Record<string, unknown>,
-  fields: readonly (keyof typeof ListQuery.properties)[],
-) {
-  const invalid = fields.filter((f) => typeof query[f] === 'number' && !Number.isFinite(query[f]));
-  if (invalid.length === 0) return;
-  throw new RequestValidationError(
-    invalid.map((field) => {
-      const { minimum, maximum } = ListQuery.properties[field] as { minimum: number; maximum: number };
-      return { field, message: `${field} must be between ${minimum} and ${maximum}` };
-    }),
-    'querystring',
-  );
+/** What a non-finite number in the list query is told (see `rejectNonFinite`): the schema's own bounds. */
+function outOfRange(field: keyof typeof ListQuery.properties) {
+  const { minimum, maximum } = ListQuery.properties[field] as { minimum: number; maximum: number };
+  return `${field} must be between ${minimum} and ${maximum}`;
 }
 
 /**
@@ -163,7 +150,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      rejectNonFinite(request.query, ['limit', 'before']);
+      rejectNonFinite(request.query, ['limit', 'before'], outOfRange);
       const { limit = DEFAULT_PAGE_SIZE, before, topic } = request.query;
       const page = await posts.listPage({ limit, before, topic });
       if (page.hasMore) {

@@ -4,9 +4,8 @@ import { MAX_ID } from '@platform/schema';
 import { errorResponses } from '@platform/http-kit';
 import { NotFound, socialDialect } from '../errors';
 
-/** OpenAPI error responses in the service's error format (every route can meet 500 and 503). */
-export const errors = (...statuses: number[]) =>
-  errorResponses(socialDialect, [...new Set([...statuses, 500, 503])].sort());
+/** OpenAPI error responses in the service's error format (500 and 503 are the platform's, on every route). */
+export const errors = (...statuses: number[]) => errorResponses(socialDialect, [...new Set(statuses)]);
 
 /** Error responses of a route that takes a JSON body: also malformed (400), too large (413), not JSON (415). */
 export const bodyErrors = (...statuses: number[]) => errors(400, 413, 415, ...statuses);

@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { RequestValidationError } from '@platform/http-kit';
+import { rejectNonFinite, RequestValidationError } from '@platform/http-kit';
 import { Int32 } from '@platform/schema';
 import { BadRequest, NotFound } from '../errors';
 import type { FastifyReply } from 'fastify';
@@ -109,16 +109,8 @@ const schemaError = (message: string) =>
  * into the collection's sort key (absent: the collection takes no cursor, a plain 400).
  */
 function pageRequest<C>(query: PageQuery, parseCursor?: (after: string) => C): PageRequest<C> {
-  // Ajv's coercion turns `Infinity` and `1e309` into Infinity and checks nothing after it (not even
-  // `maximum`); marshmallow's int() refuses them, and our serializer could not write them.
-  const infinite = (['limit', 'offset'] as const).filter(
-    (field) => query[field] !== undefined && !Number.isFinite(query[field]),
-  );
-  if (infinite.length)
-    throw new RequestValidationError(
-      infinite.map((field) => ({ field, message: 'Not a valid integer.' })),
-      'querystring',
-    );
+  // marshmallow's int() refuses Infinity and `1e309`, and our serializer could not write them.
+  rejectNonFinite(query, ['limit', 'offset'], () => 'Not a valid integer.');
   if (query.offset !== undefined && query.after !== undefined)
     throw schemaError('Cannot specify both offset and after');
   const limit = Math.min(query.limit ?? MAX_LIMIT, MAX_LIMIT);

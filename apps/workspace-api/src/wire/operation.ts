@@ -31,8 +31,8 @@ export function operation(access: OperationAccess, tag: string, summary: string,
       description: `${description}\n\nPermission: **${access.permission === 'any' ? 'any valid key' : access.permission}**${access.writes ? ' (not with a read-only key)' : ''}.`,
       security: [{ apiKeyHeader: [], apiKeySecretHeader: [] }],
     },
-    /** Kasm answers 400 (validation, unknown entities), 401 (permission), 403 (credentials). */
-    errors: errorResponses(kasmDialect, [400, 401, 403, 413, 415, 500, 503]),
+    /** Kasm answers 400 (validation, unknown entities), 401 (permission), 403 (credentials); 500 and 503 are the platform's. */
+    errors: errorResponses(kasmDialect, [400, 401, 403, 413, 415]),
   };
 }
 

@@ -4,8 +4,9 @@ import { isDatabaseUnavailable } from '@platform/db';
 import { StringEnum, TrimmedText, VALIDATION_MESSAGE, withMessage } from '@platform/schema';
 import type { ErrorDialect } from '../dialects';
 import { RequestValidationError } from '../errors';
-import { errorResponses, platform } from '../platform';
-import type { RequestRulesOptions } from '../request-rules';
+import { errorResponses } from '../plugins/app/error-handling';
+import { platform } from '../service-app';
+import type { RequestRulesOptions } from '../plugins/app/request-rules';
 import { serverOptions, type ServerOptionsInput } from '../server-options';
 
 /** The request rules every service asks for today: trimmed text, no NUL characters, JSON only, no empty bodies. */

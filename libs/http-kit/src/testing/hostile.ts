@@ -19,7 +19,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { annotationKeywords, TRIM } from '@platform/schema';
 import type { Database } from '@platform/db';
 import type { ErrorDialect } from '../dialects';
-import { findNul, type RequestRulesOptions } from '../request-rules';
+import { findNul, type RequestRulesOptions } from '../plugins/app/request-rules';
 import { BARE_SECURITY_HEADERS, MAX_PARAM_LENGTH } from '../server-options';
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import helmet from 'helmet';
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
@@ -57,3 +59,17 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = (() => {
   if (outcome.error) throw outcome.error as Error;
   return Object.freeze(headers);
 })();
+
+/** helmet's headers (`SECURITY_HEADERS`) on every routed answer. */
+export const helmetPlugin = fp(
+  async function helmetPlugin(app: FastifyInstance) {
+    // Worked out once: helmet's middleware per request (13 functions, a setHeader each) costs more
+    // than setting its fixed headers in one call.
+    const securityHeaders = SECURITY_HEADERS;
+    app.addHook('onRequest', (_request, reply, done) => {
+      reply.headers(securityHeaders);
+      done();
+    });
+  },
+  { name: '@platform/helmet', fastify: '5.x' },
+);

@@ -92,5 +92,6 @@ export const rateLimitStore = fp(
       skipOnError: true,
     });
   },
-  { name: 'platform-rate-limit-store' },
+  // Services name it in their plugins' dependencies.
+  { name: 'platform-rate-limit-store', fastify: '5.x' },
 );

@@ -1,7 +1,7 @@
 import { errorCodes, type FastifyInstance, type RouteOptions, type preValidationHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { TRIM } from '@platform/schema';
-import { RequestValidationError } from './errors';
+import { RequestValidationError } from '../../errors';
 
 /**
  * How a service reads request bodies before validation. Every rule is explicit: a service states
@@ -121,3 +121,25 @@ export const requestRules = fp(
   },
   { name: '@platform/request-rules', fastify: '5.x' },
 );
+
+/**
+ * Refuses the numbers of `values` (a route's parsed query) that are not finite, one message per
+ * field, as a 400 on the query string. Ajv's coercion turns the text `Infinity` (or `1e309`) into
+ * Infinity and then checks nothing after it (not even `maximum`, which it applies to finite numbers
+ * only), so no schema can refuse them: a route whose query takes numbers calls this first.
+ */
+export function rejectNonFinite<T extends object>(
+  values: T,
+  fields: readonly (keyof T & string)[],
+  message: (field: keyof T & string) => string,
+): void {
+  const invalid = fields.filter((field) => {
+    const value = values[field] as unknown;
+    return typeof value === 'number' && !Number.isFinite(value);
+  });
+  if (invalid.length)
+    throw new RequestValidationError(
+      invalid.map((field) => ({ field, message: message(field) })),
+      'querystring',
+    );
+}

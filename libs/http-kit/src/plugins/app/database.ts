@@ -9,9 +9,10 @@ import {
   type DatabaseConfig,
   type Migration,
 } from '@platform/db';
-import { ServiceUnavailableError } from './errors';
+import { ServiceUnavailableError } from '../../errors';
 
-// Each service declares `FastifyInstance.database` with its own table types.
+// Each service declares `FastifyInstance.database` with its own table types (its tables are its
+// own, so this plugin cannot declare them).
 
 export interface DatabasePluginOptions {
   config: DatabaseConfig;
@@ -131,24 +132,6 @@ export const databasePlugin = fp(
       if (owned) await database.close();
     });
   },
+  // Services name it in their plugins' dependencies.
   { name: 'database', fastify: '5.x' },
 );
-
-/**
- * Opens the service's database, brings its schema up to date, runs `use`, and closes the database
- * even when migrating or `use` fails: how a command of the service's command line reaches it. Its
- * database has no statement or query timeout (migrations and batch commands may run long).
- */
-export async function withServiceDatabase<DB, T>(
-  config: DatabaseConfig,
-  migrations: Record<string, Migration>,
-  use: (database: Database<DB>, applied: string[]) => Promise<T>,
-): Promise<T> {
-  const database = await openDatabase<DB>({ ...config, statementTimeoutMs: 0, queryTimeoutMs: 0 });
-  try {
-    const applied = await migrateToLatest(database.db, database.schema, migrations);
-    return await use(database, applied);
-  } finally {
-    await database.close();
-  }
-}

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 
 /** How long, while draining, a request body may go without a byte arriving before its connection is cut. */
 export const STALLED_UPLOAD_MS = 1000;
@@ -139,6 +140,17 @@ export function closeConnectionsWhileDraining(app: FastifyInstance): void {
     done(null, payload);
   });
 }
+
+/**
+ * The drain: `app.leaving` / `app.beginLeaving()` and connections closed while the server drains (see
+ * `closeConnectionsWhileDraining`).
+ */
+export const shutdown = fp(
+  async function shutdown(app: FastifyInstance) {
+    closeConnectionsWhileDraining(app);
+  },
+  { name: '@platform/shutdown', fastify: '5.x' },
+);
 
 declare module 'fastify' {
   interface FastifyInstance {

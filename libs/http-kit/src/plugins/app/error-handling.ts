@@ -1,10 +1,24 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import { Type } from '@sinclair/typebox';
 import { validationMessageOf, type FieldError } from '@platform/schema';
-import { RequestValidationError } from './errors';
-import type { AjvError, ErrorDialect, Problem, ValidationLocation } from './dialects';
-import { noteRejection } from './request-line';
+import { RequestValidationError } from '../../errors';
+import {
+  reasonPhrase,
+  type AjvError,
+  type ErrorDialect,
+  type Problem,
+  type ValidationLocation,
+} from '../../dialects';
+import { noteRejection } from '../../request-line';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The service's error wire format, as given to the error-handling plugin. */
+    readonly errorDialect: ErrorDialect;
+  }
+}
 
 export interface ErrorHandlingOptions {
   dialect: ErrorDialect;
@@ -168,15 +182,51 @@ function describeGroup(group: AjvError[]): string {
   }
 }
 
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request: malformed JSON, wrong types or values that break a rule',
+  401: 'Missing or invalid credentials',
+  403: 'Not permitted',
+  404: 'Nothing found under this id or path',
+  405: 'The path exists but not with this method',
+  409: 'Conflicts with the current state',
+  413: 'Request body too large',
+  415: 'Request body is not JSON',
+  429: 'Rate limit exceeded; see Retry-After',
+  500: 'Unexpected error (details are only logged)',
+  503: 'Database unavailable; the service recovers by itself',
+};
+
+/**
+ * OpenAPI/serialisation schemas for a route's error statuses, in the service's dialect and under
+ * the media type the service really sends (the dialect's content type, without parameters).
+ */
+export function errorResponses(dialect: ErrorDialect, statuses: number[]): Record<number, unknown> {
+  const mediaType = dialect.contentType.split(';')[0].trim();
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      {
+        description: DESCRIPTIONS[s] ?? reasonPhrase(s),
+        content: { [mediaType]: { schema: Type.Ref(dialect.schemaRef) } },
+      },
+    ]),
+  );
+}
+
 /**
  * The one error path of a service: schema failures, handler-raised validation errors, unknown
  * routes (404), known paths with another method (405 with `Allow`), body parser failures
  * (400/413/415), dependency outages (503) and unexpected exceptions (500, details only in the log)
- * all leave in the service's dialect.
+ * all leave in the service's dialect. Registers the dialect's schemas (for `$ref`s and the OpenAPI
+ * document) and decorates `app.errorDialect`.
  */
 export const errorHandling = fp(
   async function errorHandling(app: FastifyInstance, options: ErrorHandlingOptions) {
     const { dialect } = options;
+    if (!dialect.schemas.some((s) => s.$id === dialect.schemaRef))
+      throw new Error(`the error dialect's schemas do not include its body schema "${dialect.schemaRef}"`);
+    for (const schema of dialect.schemas) app.addSchema(schema);
+    app.decorate('errorDialect', dialect);
     const known = FindMyWay({ ignoreTrailingSlash: false });
     const methods = new Set<HTTPMethod>();
 
@@ -243,4 +293,28 @@ export const errorHandling = fp(
     });
   },
   { name: '@platform/error-handling', fastify: '5.x' },
+);
+
+export interface DefaultErrorResponsesOptions {
+  /** The statuses every route can answer whatever it does (e.g. 500, and 503 while the database is away). */
+  statuses: number[];
+}
+
+/**
+ * Declares, in the dialect, the error statuses every route can meet, on each route registered after
+ * it that documents errors of its own (a status of 400 or more): the service declares only what is
+ * particular to a route, and the OpenAPI document still lists every status the route can answer.
+ * Routes that document no error (a page, a redirect, a static document) are left as they are.
+ */
+export const defaultErrorResponses = fp(
+  async function defaultErrorResponses(app: FastifyInstance, options: DefaultErrorResponsesOptions) {
+    const defaults = errorResponses(app.errorDialect, options.statuses);
+    app.addHook('onRoute', (route) => {
+      const response = route.schema?.response as Record<string, unknown> | undefined;
+      if (!response || !Object.keys(response).some((status) => Number(status) >= 400)) return;
+      // A route's own declaration of a status wins; integer keys keep ascending order.
+      route.schema!.response = { ...defaults, ...response };
+    });
+  },
+  { name: '@platform/default-error-responses', fastify: '5.x', dependencies: ['@platform/error-handling'] },
 );
