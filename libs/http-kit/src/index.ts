@@ -22,3 +22,4 @@ export * from './plugins/external/rate-limit';
 export * from './plugins/app/route-metrics';
 export * from './passwords';
 export * from './secrets';
+export * from './native-json';
