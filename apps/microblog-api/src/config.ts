@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { parseEnv } from '@platform/schema';
-import { serviceConfig, serviceEnv, type ServiceConfig } from '@platform/http-kit';
+import { serviceConfig, serviceEnv } from '@platform/http-kit';
 
 const perWindow = (fallback: number, description: string) =>
   Type.Integer({ minimum: 1, default: fallback, description });
@@ -50,22 +50,16 @@ export const EnvSchema = Type.Object({
   ),
 });
 
-/** Writes allowed per window, by scope (see `plugins/app/write-limits.ts`). */
-export interface WriteLimits {
-  perClient: number;
-  perAddress: number;
-  withoutClientId: number;
-  windowMs: number;
-}
-
-export interface Config extends ServiceConfig {
-  writeLimits: WriteLimits;
-}
-
 /** Largest request body the contract accepts (16 KiB); not configurable. */
 export const BODY_LIMIT = 16 * 1024;
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+/** The service's configuration: what `loadConfig` makes of `EnvSchema` (each setting described once). */
+export type Config = ReturnType<typeof loadConfig>;
+
+/** Writes allowed per window, by scope (see `plugins/external/rate-limit.ts`). */
+export type WriteLimits = Config['writeLimits'];
+
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const e = parseEnv(EnvSchema, env);
   return {
     ...serviceConfig(e),

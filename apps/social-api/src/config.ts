@@ -6,8 +6,7 @@ import {
   productionSecretProblem,
   serviceConfig,
   serviceEnv,
-  type PasswordHashingConfig,
-  type ServiceConfig,
+  type ServiceMode,
 } from '@platform/http-kit';
 
 /** Limits on the routes that hash a password or send mail, per client address and per account. */
@@ -143,52 +142,11 @@ const BUILT_IN_OAUTH2_ENDPOINTS: Record<
   },
 };
 
-/**
- * Production (NODE_ENV, shared by every service: see `serviceEnv`) also means Secure/SameSite=None
- * cookies with CORS, and refuses DISABLE_AUTH and a known or short SECRET_KEY.
- */
-export interface Config extends ServiceConfig {
-  /** SECRET_KEY as set; unset: the key the migrations made (`app.secretKey`, the one to use). */
-  secretKey: string | undefined;
-  disableAuth: boolean;
-  accessTokenMs: number;
-  refreshTokenMs: number;
-  graceMsAfterRotation: number;
-  resetTokenMs: number;
-  passwordResetUrl: string;
-  useCors: boolean;
-  refreshTokenInCookie: boolean;
-  refreshTokenInBody: boolean;
-  /** Attributes of the refresh token and OAuth2 state cookies (the Flask backend's rules). */
-  cookie: { secure: boolean; sameSite: 'none' | 'lax' | 'strict' };
-  mail: {
-    server?: string;
-    port: number;
-    useTls: boolean;
-    username?: string;
-    password?: string;
-    sender: string;
-  };
-  oauth2: { redirectUri: string; providers: Record<string, OAuth2Provider> };
-  passwordHashing: PasswordHashingConfig;
-  /** Counts per window; see `loginLimitsEnv`. Undefined: that limit is off. */
-  limits: {
-    loginFailuresPerAddress: number;
-    loginFailuresPerAccount: number;
-    loginFailuresPerAccountAnywhere: number;
-    loginWindowSeconds: number;
-    loginMaxWaitSeconds: number;
-    registrationsPerAddress: number | undefined;
-    resetsPerAddress: number | undefined;
-    resetsPerEmail: number | undefined;
-  };
-  /** Ended token pairs are deleted every `intervalMs`, at most `batch` rows a statement. */
-  tokenPrune: { intervalMs: number; batch: number };
-}
-
 export const BODY_LIMIT = 64 * 1024;
 
-function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Record<string, OAuth2Provider> {
+type Env = Static<typeof EnvSchema>;
+
+function oauth2Providers(e: Env): Record<string, OAuth2Provider> {
   const providers: Record<string, OAuth2Provider> = {};
   const builtIn = [
     ['github', e.GITHUB_CLIENT_ID, e.GITHUB_CLIENT_SECRET],
@@ -230,9 +188,9 @@ function oauth2Providers(e: ReturnType<typeof parseEnv<typeof EnvSchema>>): Reco
 
 /** Registration and reset-request limits: as set, else production's defaults in production, else off. */
 function formLimits(
-  e: Pick<Static<typeof EnvSchema>, 'REGISTRATIONS_PER_ADDRESS' | 'RESETS_PER_ADDRESS' | 'RESETS_PER_EMAIL'>,
-  mode: Config['mode'],
-): Pick<Config['limits'], keyof typeof PRODUCTION_FORM_LIMITS> {
+  e: Pick<Env, 'REGISTRATIONS_PER_ADDRESS' | 'RESETS_PER_ADDRESS' | 'RESETS_PER_EMAIL'>,
+  mode: ServiceMode,
+): Record<keyof typeof PRODUCTION_FORM_LIMITS, number | undefined> {
   const byDefault = (key: keyof typeof PRODUCTION_FORM_LIMITS) =>
     mode === 'production' ? PRODUCTION_FORM_LIMITS[key] : undefined;
   return {
@@ -242,7 +200,14 @@ function formLimits(
   };
 }
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+/** The service's configuration: what `loadConfig` makes of `EnvSchema` (each setting described once). */
+export type Config = ReturnType<typeof loadConfig>;
+
+/**
+ * Production (NODE_ENV, shared by every service: see `serviceEnv`) also means Secure/SameSite=None
+ * cookies with CORS, and refuses DISABLE_AUTH and a known or short SECRET_KEY.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const e = parseEnv(EnvSchema, env);
   const service = serviceConfig(e);
   const { mode } = service;
@@ -256,6 +221,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const development = mode !== 'production';
   return {
     ...service,
+    /** SECRET_KEY as set; unset: the key the migrations made (`app.secretKey`, the one to use). */
     secretKey: e.SECRET_KEY,
     disableAuth,
     accessTokenMs: e.ACCESS_TOKEN_MINUTES * 60_000,
@@ -266,9 +232,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     useCors,
     refreshTokenInCookie: e.REFRESH_TOKEN_IN_COOKIE,
     refreshTokenInBody: e.REFRESH_TOKEN_IN_BODY,
+    /** Attributes of the refresh token and OAuth2 state cookies (the Flask backend's rules). */
     cookie: {
       secure: !development,
-      sameSite: !useCors ? 'strict' : development ? 'lax' : 'none',
+      sameSite: !useCors ? ('strict' as const) : development ? ('lax' as const) : ('none' as const),
     },
     mail: {
       server: e.MAIL_SERVER,
@@ -280,7 +247,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     oauth2: { redirectUri: e.OAUTH2_REDIRECT_URI, providers: oauth2Providers(e) },
     passwordHashing: passwordHashingConfig(e),
+    /** Ended token pairs are deleted every `intervalMs`, at most `batch` rows a statement. */
     tokenPrune: { intervalMs: e.TOKEN_PRUNE_SECONDS * 1000, batch: e.TOKEN_PRUNE_BATCH },
+    /** Counts per window; see `loginLimitsEnv`. Undefined: that limit is off. */
     limits: {
       loginFailuresPerAddress: e.LOGIN_FAILURES_PER_ADDRESS,
       loginFailuresPerAccount: e.LOGIN_FAILURES_PER_ACCOUNT,

@@ -2,12 +2,10 @@ import { Type } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
 import {
   passwordHashingConfig,
-  productionSecretProblem,
   passwordHashingEnv,
+  productionSecretProblem,
   serviceConfig,
   serviceEnv,
-  type PasswordHashingConfig,
-  type ServiceConfig,
 } from '@platform/http-kit';
 
 /**
@@ -35,18 +33,13 @@ export const EnvSchema = Type.Object({
   ...passwordHashingEnv(),
 });
 
-/** In production (NODE_ENV, shared by every service: see `serviceEnv`) the bootstrap secret must be unknown. */
-export interface Config extends ServiceConfig {
-  /** Created at start when missing; `secret` unset: a random one, logged once. */
-  bootstrapKey?: { apiKey: string; secret?: string };
-  enforcePasswordRulesOnCreate: boolean;
-  /** argon2id cost (OWASP's by default) and how many hashes run or wait at once. */
-  argon2: PasswordHashingConfig;
-}
-
 export const BODY_LIMIT = 1024 * 1024;
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+/** The service's configuration: what `loadConfig` makes of `EnvSchema` (each setting described once). */
+export type Config = ReturnType<typeof loadConfig>;
+
+/** In production (NODE_ENV, shared by every service: see `serviceEnv`) the bootstrap secret must be unknown. */
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const e = parseEnv(EnvSchema, env);
   const problems: string[] = [];
   if (e.BOOTSTRAP_API_KEY_SECRET && !e.BOOTSTRAP_API_KEY)
@@ -61,10 +54,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (problems.length) throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return {
     ...serviceConfig(e),
+    /** Created at start when missing; `secret` unset: a random one, logged once. */
     bootstrapKey: e.BOOTSTRAP_API_KEY
       ? { apiKey: e.BOOTSTRAP_API_KEY, secret: e.BOOTSTRAP_API_KEY_SECRET }
       : undefined,
     enforcePasswordRulesOnCreate: e.ENFORCE_PASSWORD_RULES_ON_CREATE,
+    /** argon2id cost (OWASP's by default) and how many hashes run or wait at once. */
     argon2: passwordHashingConfig(e),
   };
 }

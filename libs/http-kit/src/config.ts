@@ -91,62 +91,49 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
 
 type ServiceEnv = Static<TObject<ReturnType<typeof serviceEnv>>>;
 
-/** The part of a service's configuration every service has. */
-export interface ServiceConfig {
-  /** NODE_ENV. */
-  mode: ServiceMode;
-  port: number;
-  host: string;
-  database: DatabaseConfig;
-  migrateOnStart: boolean;
-  /** After SIGTERM: serving while not ready for this long, then closing. */
-  shutdownDrainMs: number;
-  corsOrigins: '*' | string[];
-  trustProxy: boolean | string;
-  /** Open connections per client address (0: no cap); trusted proxies are exempt. */
-  maxConnectionsPerAddress?: number;
-  logLevel: string;
-  logFormat: 'json' | 'pretty';
-  /** Bearer token /metrics requires; unset: /metrics is open. */
-  metricsToken?: string;
-  /** Redis holding rate-limit counters shared by replicas; unset: each process counts alone. */
-  redisUrl?: string;
-}
+/** The part of a service's configuration every service has: what `serviceConfig` makes of `serviceEnv`. */
+export type ServiceConfig = ReturnType<typeof serviceConfig>;
 
 /**
  * The shared part of a service's configuration. Throws, as the services' own refusals do ("invalid
  * configuration:" then one line per variable), when production would connect with a password
  * anyone can read in this repository (see `databasePasswordProblem`).
  */
-export function serviceConfig(e: ServiceEnv): ServiceConfig {
+export function serviceConfig(e: ServiceEnv) {
   const mode = e.NODE_ENV as ServiceMode;
   const databaseProblem = mode === 'production' && e.DATABASE_URL && databasePasswordProblem(e.DATABASE_URL);
   if (databaseProblem) throw new Error(`invalid configuration:\n  DATABASE_URL: ${databaseProblem}`);
+  const database: DatabaseConfig = {
+    url: e.DATABASE_URL || undefined,
+    dataDir: e.DATA_DIR,
+    localPort: e.LOCAL_PG_PORT,
+    schema: e.DB_SCHEMA,
+    poolMax: e.DB_POOL_MAX,
+    statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+  };
   return {
+    /** NODE_ENV. */
     mode,
     port: e.PORT,
     host: e.HOST,
-    database: {
-      url: e.DATABASE_URL || undefined,
-      dataDir: e.DATA_DIR,
-      localPort: e.LOCAL_PG_PORT,
-      schema: e.DB_SCHEMA,
-      poolMax: e.DB_POOL_MAX,
-      statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
-    },
+    database,
     migrateOnStart: e.MIGRATE_ON_START,
+    /** After SIGTERM: serving while not ready for this long, then closing. */
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
     corsOrigins:
       e.CORS_ORIGINS.trim() === '*'
-        ? '*'
+        ? ('*' as const)
         : e.CORS_ORIGINS.split(',')
             .map((o) => o.trim())
             .filter(Boolean),
     trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
+    /** Open connections per client address (0: no cap); trusted proxies are exempt. */
     maxConnectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
     logLevel: e.LOG_LEVEL,
-    logFormat: e.LOG_FORMAT === 'pretty' ? 'pretty' : 'json',
+    logFormat: e.LOG_FORMAT === 'pretty' ? ('pretty' as const) : ('json' as const),
+    /** Bearer token /metrics requires; unset: /metrics is open. */
     metricsToken: e.METRICS_TOKEN || undefined,
+    /** Redis holding rate-limit counters shared by replicas; unset: each process counts alone. */
     redisUrl: e.REDIS_URL || undefined,
   };
 }

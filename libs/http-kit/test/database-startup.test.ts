@@ -4,7 +4,13 @@ import { FieldError } from '@platform/schema';
 import type { Database } from '@platform/db';
 import { cuttableDatabase, type CuttableDatabase } from '@platform/db/testing';
 import { migrateToLatest, openDatabase } from '@platform/db';
-import { createServiceApp, reasonPhrase, type ErrorDialect, type ServiceConfig } from '../src';
+import {
+  createServiceApp,
+  MAX_CONNECTIONS_PER_ADDRESS,
+  reasonPhrase,
+  type ErrorDialect,
+  type ServiceConfig,
+} from '../src';
 import { STRICT_REQUEST_RULES, waitUntilReady } from '../src/testing';
 import { Type } from '@sinclair/typebox';
 
@@ -37,6 +43,9 @@ async function buildApp(
     trustProxy: false,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
     logFormat: 'json',
+    maxConnectionsPerAddress: MAX_CONNECTIONS_PER_ADDRESS,
+    metricsToken: undefined,
+    redisUrl: undefined,
   };
   const app = await createServiceApp({
     config,
