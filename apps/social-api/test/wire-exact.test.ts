@@ -1,4 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
+import { wireMismatches as mismatches } from '@platform/db/testing';
 import { PostPage } from '../src/posts/routes';
 import { User } from '../src/users/schemas';
 import { UserPage } from '../src/users/routes';
@@ -10,31 +11,6 @@ import { buildTestApp, type TestApp } from './support/app';
  * schema's serialiser is not there any more to drop a property a mapping lets through (a password
  * hash, an internal counter) or to reorder one. Each body is walked against its schema.
  */
-
-/** Where `value` has another property list than `schema` (order included), or nothing. */
-function mismatches(value: unknown, schema: TSchema, path = '$'): string[] {
-  if (value === null && schema.nullable) return [];
-  if (schema.type === 'array') {
-    if (!Array.isArray(value)) return [`${path}: not an array`];
-    return value.flatMap((item, i) => mismatches(item, schema.items as TSchema, `${path}[${i}]`));
-  }
-  if (schema.type === 'object') {
-    if (typeof value !== 'object' || value === null || Array.isArray(value))
-      return [`${path}: not an object`];
-    const keys = Object.keys(value);
-    const expected = Object.keys(schema.properties as Record<string, TSchema>);
-    if (keys.join() !== expected.join())
-      return [`${path}: properties ${keys.join()} (schema: ${expected.join()})`];
-    return keys.flatMap((key) =>
-      mismatches(
-        (value as Record<string, unknown>)[key],
-        schema.properties[key] as TSchema,
-        `${path}.${key}`,
-      ),
-    );
-  }
-  return [];
-}
 
 let t: TestApp;
 beforeAll(async () => {

@@ -1,11 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { SQLSTATE, sqlState } from '@platform/db';
-import { RequestValidationError, type AjvError, type ValidationLocation } from '@platform/http-kit';
+import {
+  nativeJson,
+  RequestValidationError,
+  type AjvError,
+  type ValidationLocation,
+} from '@platform/http-kit';
 import type { FieldError } from '@platform/schema';
 import type { UserUpdate } from '../db/schema';
 import { BadRequest, Conflict, describeMarshmallow, NotFound, throttledResponse } from '../errors';
-import { bodyErrors, errors, nativeJson, NoContent, parseId, routeOptions } from '../wire/http';
+import { bodyErrors, errors, NoContent, parseId, routeOptions } from '../wire/http';
 import { collection, Paginated, parseUsernameCursor } from '../wire/pagination';
 import { createUsersRepository, uniqueViolation } from './repository';
 import { NewUser, User, UserChanges, UserIdParams, UserKeyParams } from './schemas';

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifySchema, onRequestHookHandler } from 'fastify';
+import type { FastifySchema, onRequestHookHandler } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { MAX_ID } from '@platform/schema';
 import { errorResponses } from '@platform/http-kit';
@@ -9,18 +9,6 @@ export const errors = (...statuses: number[]) => errorResponses(socialDialect, [
 
 /** Error responses of a route that takes a JSON body: also malformed (400), too large (413), not JSON (415). */
 export const bodyErrors = (...statuses: number[]) => errors(400, 413, 415, ...statuses);
-
-/**
- * Answers a value built property by property in its schema's order (`serializeUser`, `serializePost`,
- * a page of them) with the native `JSON.stringify`: the same bytes as the schema's serialiser, which
- * escapes every string in JavaScript (a page of posts: about 0.03 ms of the service's 0.47 ms of CPU,
- * tools/bench compare). Only for values whose properties are exactly the schema's
- * (test/wire-exact.test.ts holds every such route to that).
- */
-export function nativeJson<T>(reply: FastifyReply, value: T): T {
-  reply.type('application/json; charset=utf-8').serializer(JSON.stringify);
-  return value;
-}
 
 /** A response without a body (OpenAPI: no content). */
 export const NoContent = Type.Unsafe<void>({ type: 'null', description: 'No body' });

@@ -1,9 +1,9 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { rejectNonFinite, RequestValidationError } from '@platform/http-kit';
+import { nativeJson, rejectNonFinite, RequestValidationError } from '@platform/http-kit';
 import { Int32 } from '@platform/schema';
 import { BadRequest, NotFound } from '../errors';
 import type { FastifyReply } from 'fastify';
-import { errors, nativeJson } from './http';
+import { errors } from './http';
 
 export const MAX_LIMIT = 25;
 

@@ -6,6 +6,8 @@ export interface WireSchema {
   items?: WireSchema;
   anyOf?: WireSchema[];
   oneOf?: WireSchema[];
+  /** Any other keyword, which the walk does not read. */
+  [keyword: string]: unknown;
 }
 
 /**
