@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { KNOWN_SECRETS, productionSecretProblem } from '@platform/http-kit';
-import { migrateToLatest, openDatabase } from '@platform/db';
+import { createSecretsRepository, migrateToLatest, openDatabase } from '@platform/db';
 import {
   cuttableDatabase,
   testDatabase,
@@ -20,7 +20,6 @@ import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { migrations } from '../src/db/migrations';
 import type { SocialDatabase } from '../src/db/schema';
-import { createSecretsRepository } from '../src/secrets/repository';
 import { createJwt } from '../src/tokens/jwt';
 import { basic, buildTestApp, type TestApp } from './support/app';
 

@@ -10,7 +10,7 @@ import { KNOWN_SECRETS } from '@platform/http-kit';
 import { loadConfig } from '../src/config';
 import { createPasswords } from '../src/users/passwords';
 import { createJwt } from '../src/tokens/jwt';
-import { createSecretsRepository } from '../src/secrets/repository';
+import { createSecretsRepository } from '@platform/db';
 import { basic, buildTestApp, type TestApp, type TestUser } from './support/app';
 
 const MINUTE = 60_000;

@@ -1,5 +1,6 @@
 export * from './connection';
 export * from './compiled';
+export * from './service-secrets/repository';
 export * from './migrations';
 export * from './errors';
 export * from './local-server';

@@ -1,4 +1,5 @@
 import type { Generated, Insertable, Selectable } from 'kysely';
+import type { ServiceSecretsTable } from '@platform/db';
 import type { QuestTopic, ReactionKind } from '../posts/schemas';
 
 type ReactionColumns = { [K in ReactionKind as `${K}_count`]: Generated<number> };
@@ -21,16 +22,10 @@ export interface RepliesTable {
 }
 
 /** Secrets the service made for itself (see the migration that creates it). */
-export interface ServiceSecretsTable {
-  name: 'client_id';
-  value: string;
-  created_at: Generated<Date>;
-}
-
 export interface MicroblogDatabase {
   posts: PostsTable;
   replies: RepliesTable;
-  service_secrets: ServiceSecretsTable;
+  service_secrets: ServiceSecretsTable<'client_id'>;
 }
 
 export type PostRow = Selectable<PostsTable>;

@@ -1,4 +1,5 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ServiceSecretsTable } from '@platform/db';
 
 export interface UsersTable {
   id: Generated<number>;
@@ -61,13 +62,6 @@ export interface TotalsTable {
 }
 
 /** Secrets the service made for itself (migration 2026-11-28T1300_service_secrets). */
-export interface ServiceSecretsTable {
-  /** `secret_key`: the key of tokens and signed cookies while SECRET_KEY is unset. */
-  name: 'secret_key';
-  value: string;
-  created_at: Generated<Date>;
-}
-
 export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
@@ -75,7 +69,8 @@ export interface SocialDatabase {
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;
   totals: TotalsTable;
-  service_secrets: ServiceSecretsTable;
+  /** `secret_key`: the key of tokens and signed cookies while SECRET_KEY is unset. */
+  service_secrets: ServiceSecretsTable<'secret_key'>;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fp from 'fastify-plugin';
 import { sign, unsign } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from '@platform/db';
-import { createSecretsRepository } from '../../client-id/repository';
+import { createSecretsRepository, isDatabaseUnavailable } from '@platform/db';
 
 /** The cookie naming one browser, which the panel gets on its first load. */
 export const CLIENT_ID_COOKIE = 'microblog_client';

@@ -1,8 +1,7 @@
 import type { onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import { isDatabaseUnavailable, sqlState } from '@platform/db';
+import { createSecretsRepository, isDatabaseUnavailable, sqlState } from '@platform/db';
 import { ServiceUnavailableError } from '@platform/http-kit';
-import { createSecretsRepository } from '../../secrets/repository';
 
 /** The key of access and reset tokens and of signed cookies. */
 export interface SecretKey {
