@@ -24,7 +24,7 @@ type Row = { post_id: number; post_text: string; post_timestamp: string } & Publ
 
 /**
  * A post and its author from a row: the author is the row's `publicUserColumns`, copied by name
- * (an object rest would cost ten times as much, on every row of every page).
+ * (an object rest costs far more, on every row of every page).
  */
 const toPost = (row: Row): PostWithAuthor => ({
   id: row.post_id,
