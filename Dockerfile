@@ -21,6 +21,8 @@ COPY package.json package-lock.json ./
 COPY libs/schema/package.json libs/schema/
 COPY libs/db/package.json libs/db/
 COPY libs/http-kit/package.json libs/http-kit/
+COPY libs/passwords/package.json libs/passwords/
+COPY libs/testing/package.json libs/testing/
 COPY apps/microblog-api/package.json apps/microblog-api/
 COPY apps/workspace-api/package.json apps/workspace-api/
 COPY apps/social-api/package.json apps/social-api/
@@ -42,9 +44,12 @@ COPY . .
 # in scope is part of every later RUN's cache key), so it is built once and shared by all three images,
 # which differ only in the app directory they copy below. The production node_modules is the same for
 # every app anyway (npm prunes a workspace's tree as a whole).
+# The test kit (libs/testing, tag type:testing) is built too, since the apps' tests import it, and then
+# removed: no image ships test code.
 RUN npx nx run-many -t build --projects=tag:type:app --skip-nx-cache \
  && npm prune --omit=dev --no-audit --no-fund \
- && npm cache clean --force
+ && npm cache clean --force \
+ && rm -rf libs/testing node_modules/@platform/testing
 
 # ---- per-service defaults: the port each service listens on (ENV PORT) and EXPOSEs ----
 # The runtime stage starts FROM defaults-${SERVICE}: an unknown SERVICE fails there (no such image).

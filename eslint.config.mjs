@@ -4,6 +4,30 @@ import nx from '@nx/eslint-plugin';
 import prettier from 'eslint-config-prettier';
 import globals from 'globals';
 
+/**
+ * Apps may use libs; libs never import apps; a service never imports another service. The test kit
+ * (tag type:testing) is for tests: `inTests` says whether the files linted may use it.
+ */
+const moduleBoundaries = (inTests) => {
+  const testing = inTests ? ['type:testing'] : [];
+  return [
+    'error',
+    {
+      enforceBuildableLibDependency: true,
+      allow: [],
+      // http-kit's own tests use the kit, which is built on http-kit; its package.json drops that edge
+      // from the project graph (implicitDependencies "!@platform/testing"), so builds have no cycle.
+      ignoredCircularDependencies: [['@platform/http-kit', '@platform/testing']],
+      depConstraints: [
+        { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib', ...testing] },
+        { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', ...testing] },
+        { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:lib'] },
+        { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib', 'type:app', 'type:testing'] },
+      ],
+    },
+  ];
+};
+
 export default [
   { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', '**/.data/**', '**/coverage/**'] },
   js.configs.recommended,
@@ -12,20 +36,40 @@ export default [
   {
     files: ['**/*.ts'],
     rules: {
-      // apps may use libs; libs never import apps; a service never imports another service
-      '@nx/enforce-module-boundaries': [
+      '@nx/enforce-module-boundaries': moduleBoundaries(true),
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // Production source: what an image runs. It never imports the test kit, nor the local PostgreSQL
+    // manager statically (the development path loads `@platform/db/local` with `await import()`, so
+    // a production build never evaluates it). The test kit itself and db's test entry are test code.
+    files: ['apps/*/src/**/*.ts', 'libs/*/src/**/*.ts'],
+    ignores: ['libs/testing/**', 'libs/db/src/testing/**', '**/*.test.ts'],
+    rules: {
+      '@nx/enforce-module-boundaries': moduleBoundaries(false),
+      'no-restricted-imports': [
         'error',
         {
-          enforceBuildableLibDependency: true,
-          allow: [],
-          depConstraints: [
-            { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
-            { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib', 'type:app'] },
+          paths: [
+            {
+              name: '@platform/testing',
+              message: 'The test kit is for tests; production source never imports it.',
+            },
+            {
+              name: '@platform/db/local',
+              message:
+                'The local PostgreSQL is for development: load it with `await import()` on the dev path.',
+            },
+          ],
+          patterns: [
+            {
+              group: ['@platform/testing/*'],
+              message: 'The test kit is for tests; production source never imports it.',
+            },
           ],
         },
       ],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
   {

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { openDatabase } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
-import { childProcessEnv } from '@platform/http-kit/testing';
+import { childProcessEnv } from '@platform/testing';
 import type { MicroblogDatabase } from '../src/db/schema';
 
 const run = promisify(execFile);

@@ -5,7 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
 const BODY_LIMIT = 16 * 1024;

@@ -1,5 +1,5 @@
 import { SECURITY_HEADERS } from '@platform/http-kit';
-import * as testing from '@platform/http-kit/testing';
+import * as testing from '@platform/testing';
 import { BODY_LIMIT } from '../src/config';
 import { problemDetailsDialect } from '../src/errors';
 import { storedTotals } from './support/app';

@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { inUrl, OUT_OF_RANGE_INTEGERS } from '@platform/http-kit/testing';
+import { inUrl, OUT_OF_RANGE_INTEGERS } from '@platform/testing';
 import { buildTestApp, storedTotals, type TestApp } from './support/app';
 
 /**

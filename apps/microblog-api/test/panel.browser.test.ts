@@ -8,7 +8,7 @@
  * resource" line Chromium prints for an HTTP error the test provokes on purpose, and the browser's
  * own /favicon.ico probe), and no request that left the service's origin.
  */
-import { launchChromium } from '@platform/http-kit/testing';
+import { launchChromium } from '@platform/testing';
 import { type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { QUEST_TOPICS, type Post } from '../src/posts/schemas';
 import { startTestServer } from './support/server';

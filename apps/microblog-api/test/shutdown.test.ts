@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
 import { freePort, testDatabase } from '@platform/db/testing';
-import { childProcessEnv } from '@platform/http-kit/testing';
+import { childProcessEnv } from '@platform/testing';
 
 const APP_DIR = resolve(__dirname, '..');
 const TSX = resolve(APP_DIR, '../../node_modules/.bin/tsx');

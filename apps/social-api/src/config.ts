@@ -1,13 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
-import {
-  passwordHashingConfig,
-  passwordHashingEnv,
-  productionSecretProblem,
-  serviceConfig,
-  serviceEnv,
-  type ServiceMode,
-} from '@platform/http-kit';
+import { productionSecretProblem, serviceConfig, serviceEnv, type ServiceMode } from '@platform/http-kit';
+import { passwordHashingConfig, passwordHashingEnv } from '@platform/passwords';
 
 /** Limits on the routes that hash a password or send mail, per client address and per account. */
 function loginLimitsEnv() {

@@ -6,7 +6,7 @@ import { fullFormats } from 'ajv-formats/dist/formats';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest, openDatabase } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
-import { childProcessEnv } from '@platform/http-kit/testing';
+import { childProcessEnv } from '@platform/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';

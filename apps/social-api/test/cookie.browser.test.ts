@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { launchChromium } from '@platform/http-kit/testing';
+import { launchChromium } from '@platform/testing';
 import { type Browser, type BrowserContext, type Cookie, type Page } from 'playwright-core';
 import type { TestUser } from './support/app';
 import { startTestServer, type TestServer } from './support/server';

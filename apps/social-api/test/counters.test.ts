@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
-import { childProcessEnv } from '@platform/http-kit/testing';
+import { childProcessEnv } from '@platform/testing';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
 
 /**

@@ -1,4 +1,4 @@
-import * as testing from '@platform/http-kit/testing';
+import * as testing from '@platform/testing';
 import { BODY_LIMIT } from '../src/config';
 import { socialDialect } from '../src/errors';
 import { basic } from './support/app';

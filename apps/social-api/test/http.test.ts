@@ -1,4 +1,4 @@
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp, basic, type TestUser } from './support/app';
 import { startTestServer, type TestServer } from './support/server';
 import { USER_KEYS } from './support/wire';

@@ -1,4 +1,4 @@
-import { inUrl, OUT_OF_RANGE_INTEGERS } from '@platform/http-kit/testing';
+import { inUrl, OUT_OF_RANGE_INTEGERS } from '@platform/testing';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
 import { BAD_REQUEST, expectQueryErrors, NOT_FOUND } from './support/wire';
 

@@ -1,4 +1,4 @@
-import { buildOutageTestApp, openForTheseTests, waitUntilReady } from '@platform/http-kit/testing';
+import { buildOutageTestApp, openForTheseTests, waitUntilReady } from '@platform/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { basic } from './support/app';

@@ -14,7 +14,7 @@ import {
   type CuttableDatabase,
   type TestDatabase,
 } from '@platform/db/testing';
-import { waitUntilReady } from '@platform/http-kit/testing';
+import { waitUntilReady } from '@platform/testing';
 import { randomBytes } from 'node:crypto';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';

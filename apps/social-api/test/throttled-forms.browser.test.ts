@@ -6,7 +6,7 @@
  * form (registration, reset request, login, password change) and a spent reset link must each show a
  * message, and nothing may throw (a body without `errors` made react-microblog throw).
  */
-import { launchChromium } from '@platform/http-kit/testing';
+import { launchChromium } from '@platform/testing';
 import type { Browser, Page } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server';
 import type { TestUser } from './support/app';

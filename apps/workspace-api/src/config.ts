@@ -1,12 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
-import {
-  passwordHashingConfig,
-  passwordHashingEnv,
-  productionSecretProblem,
-  serviceConfig,
-  serviceEnv,
-} from '@platform/http-kit';
+import { productionSecretProblem, serviceConfig, serviceEnv } from '@platform/http-kit';
+import { passwordHashingConfig, passwordHashingEnv } from '@platform/passwords';
 
 /**
  * Shortest bootstrap secret in any mode: a value this short is a typo or a word, not a secret (16

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { buildApp } from '../src/app';
 import { OPERATION_ACCESS, type Permission } from '../src/auth/permissions';
 import { loadConfig } from '../src/config';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp, type KeyPair } from './support/app';
 import { UNKNOWN } from './support/kasm';
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, testDatabase } from '@platform/db/testing';
-import { childProcessEnv } from '@platform/http-kit/testing';
+import { childProcessEnv } from '@platform/testing';
 
 const run = promisify(execFile);
 const APP_DIR = resolve(__dirname, '..');

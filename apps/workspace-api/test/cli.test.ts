@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { openDatabase } from '@platform/db';
 import { testDatabase } from '@platform/db/testing';
-import { childProcessEnv } from '@platform/http-kit/testing';
+import { childProcessEnv } from '@platform/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { WorkspaceDatabase } from '../src/db/schema';

@@ -1,4 +1,4 @@
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { startTestServer } from './support/server';
 
 /**

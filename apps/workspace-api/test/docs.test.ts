@@ -1,4 +1,4 @@
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp } from './support/app';
 import { OPERATIONS_BY_TAG } from './support/operations';
 

@@ -1,6 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { ALL_USERS_GROUP_ID, toKasmId } from '../src/wire/kasm';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp } from './support/app';
 import { dashed, UNKNOWN, USER_KEYS } from './support/kasm';
 

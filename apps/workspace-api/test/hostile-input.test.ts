@@ -3,7 +3,7 @@
  * field, never a 500 from the database or the runtime, and nothing is stored.
  */
 import type { LightMyRequestResponse } from 'fastify';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { MAX_CONFIG_DEPTH } from '../src/images/registry';
 import { buildTestApp } from './support/app';
 import { workspaceEntry as entry } from './support/registry';

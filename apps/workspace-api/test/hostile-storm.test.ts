@@ -1,4 +1,4 @@
-import * as testing from '@platform/http-kit/testing';
+import * as testing from '@platform/testing';
 import { MAX_ID } from '@platform/schema';
 import { BODY_LIMIT } from '../src/config';
 import { kasmDialect } from '../src/errors';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registryCommand } from '../src/images/cli';
 import { toKasmId } from '../src/wire/kasm';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp } from './support/app';
 import { dashed, HEX32, KASM_DATE, UNKNOWN } from './support/kasm';
 import { OPERATIONS_BY_TAG } from './support/operations';

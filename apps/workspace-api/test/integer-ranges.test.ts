@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { OUT_OF_RANGE_INTEGERS, openForTheseTests } from '@platform/http-kit/testing';
+import { OUT_OF_RANGE_INTEGERS, openForTheseTests } from '@platform/testing';
 import { buildTestApp } from './support/app';
 import { workspaceEntry } from './support/registry';
 

@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { verify } from 'argon2';
 import { parseId } from '../src/wire/kasm';
-import { openForTheseTests } from '@platform/http-kit/testing';
+import { openForTheseTests } from '@platform/testing';
 import { buildTestApp } from './support/app';
 import { dashed, HEX32, KASM_DATE, UNKNOWN, USER_KEYS } from './support/kasm';
 

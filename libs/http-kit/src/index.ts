@@ -20,6 +20,5 @@ export * from './config';
 export * from './cli/commands';
 export * from './plugins/external/rate-limit';
 export * from './plugins/app/route-metrics';
-export * from './passwords';
 export * from './secrets';
 export * from './native-json';

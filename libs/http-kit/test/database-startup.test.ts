@@ -11,7 +11,7 @@ import {
   type ErrorDialect,
   type ServiceConfig,
 } from '../src';
-import { STRICT_REQUEST_RULES, waitUntilReady } from '../src/testing';
+import { STRICT_REQUEST_RULES, waitUntilReady } from '@platform/testing';
 import { Type } from '@sinclair/typebox';
 
 const Problem = Type.Object({ status: Type.Integer(), detail: Type.String() }, { $id: 'StartupProblem' });

@@ -16,7 +16,7 @@ import {
   parseRawResponse as parse,
   rawExchange as exchange,
   type RawResponse,
-} from '../src/testing';
+} from '@platform/testing';
 
 /** A dialect of the tests' own, under a media type no framework would use by itself. */
 const HardError = Type.Object(

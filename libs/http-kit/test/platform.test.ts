@@ -18,7 +18,7 @@ import {
   INVALID_THING,
   REFUSED_BODIES,
   STRICT_REQUEST_RULES as STRICT,
-} from '../src/testing';
+} from '@platform/testing';
 
 /** A dialect of the tests' own: the problem as it is, under a media type of its own, failed fields listed. */
 const TestError = Type.Object(

@@ -12,7 +12,7 @@ import {
   type ErrorDialect,
   type ServiceConfig,
 } from '../src';
-import { buildTestApp, STRICT_REQUEST_RULES, type TestApp } from '../src/testing';
+import { buildTestApp, STRICT_REQUEST_RULES, type TestApp } from '@platform/testing';
 
 /** Requests each client address may make to `POST /notes` per minute. */
 const LIMIT = 4;

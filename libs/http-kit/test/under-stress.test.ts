@@ -11,7 +11,6 @@ import { isDatabaseUnavailable } from '@platform/db';
 import { FieldError } from '@platform/schema';
 import { Value } from '@sinclair/typebox/value';
 import {
-  createPasswordHasher,
   platform,
   reasonPhrase,
   SECURITY_HEADERS,
@@ -19,12 +18,13 @@ import {
   type ErrorDialect,
   type ServerOptionsInput,
 } from '../src';
+import { createPasswordHasher } from '@platform/passwords';
 import {
   dialectTestApp,
   parseRawResponse as parse,
   rawExchange as exchange,
   type RawResponse,
-} from '../src/testing';
+} from '@platform/testing';
 
 const StressError = Type.Object(
   { status: Type.Integer(), title: Type.String(), detail: Type.String() },

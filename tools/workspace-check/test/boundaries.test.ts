@@ -42,3 +42,76 @@ describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
     ]);
   }, 60_000);
 });
+
+/**
+ * Production source (apps/<service>/src, libs/<lib>/src) never imports the test kit nor the local
+ * PostgreSQL manager; tests and the kit itself may. The development path may still load the local
+ * server with a dynamic `import()`.
+ */
+describe('no production source imports the test kit or the local PostgreSQL', () => {
+  const eslint = new ESLint({ cwd: ROOT });
+  const rules = ['@nx/enforce-module-boundaries', 'no-restricted-imports'];
+  const errors = async (filePath: string, code: string) => {
+    const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, filePath) });
+    return result.messages.filter((m) => rules.includes(m.ruleId ?? '')).map((m) => m.message);
+  };
+  const kit = "import { buildTestApp } from '@platform/testing';\nexport const f = buildTestApp;\n";
+  const local =
+    "import { ensureLocalServer } from '@platform/db/local';\nexport const f = ensureLocalServer;\n";
+
+  test.each(['apps/social-api/src/zz-check.ts', 'libs/http-kit/src/zz-check.ts'])(
+    '%s may not import the test kit',
+    async (file) => {
+      const found = await errors(file, kit);
+      expect(found).toContainEqual(expect.stringMatching(/test kit is for tests/));
+      expect(found).toContainEqual(expect.stringMatching(/can only depend on libs tagged with "type:lib"$/));
+    },
+    60_000,
+  );
+
+  test.each(['apps/workspace-api/src/zz-check.ts', 'libs/http-kit/src/zz-check.ts'])(
+    '%s may not import the local PostgreSQL statically',
+    async (file) => {
+      expect(await errors(file, local)).toEqual([
+        expect.stringMatching(/local PostgreSQL is for development/),
+      ]);
+    },
+    60_000,
+  );
+
+  test('the development path may load the local PostgreSQL with a dynamic import', async () => {
+    expect(
+      await errors(
+        'apps/microblog-api/src/zz-check.ts',
+        "export const f = async () => (await import('@platform/db/local')).ensureLocalServer;\n",
+      ),
+    ).toEqual([]);
+  }, 60_000);
+
+  test.each([
+    'apps/microblog-api/test/zz-check.test.ts',
+    'apps/microblog-api/test/support/zz-check.ts',
+    'libs/http-kit/test/zz-check.test.ts',
+  ])(
+    'a test (%s) may import the test kit and the local PostgreSQL',
+    async (file) => {
+      expect(await errors(file, kit)).toEqual([]);
+      expect(await errors(file, local)).toEqual([]);
+    },
+    60_000,
+  );
+
+  test('the test kit does not import a service', async () => {
+    // The apps' tests import the kit, so this is refused as a cycle before the tags are compared.
+    expect(
+      await errors(
+        'libs/testing/src/zz-check.ts',
+        "import { migrations } from '@platform/microblog-api/db/migrations';\nexport const f = migrations;\n",
+      ),
+    ).toContainEqual(
+      expect.stringMatching(
+        /^Circular dependency between "@platform\/testing" and "@platform\/microblog-api"/,
+      ),
+    );
+  }, 60_000);
+});

@@ -1,5 +1,5 @@
 import type { Database } from '@platform/db';
-import * as testing from '@platform/http-kit/testing';
+import * as testing from '@platform/testing';
 import { buildApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import type { MicroblogDatabase } from '../../src/db/schema';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { HashPriority } from '@platform/http-kit';
+import type { HashPriority } from '@platform/passwords';
 import {
   RateLimiterMemory,
   RateLimiterRedis,

@@ -1,4 +1,4 @@
-import type { HashPriority } from '@platform/http-kit';
+import type { HashPriority } from '@platform/passwords';
 import type { Passwords } from '../users/passwords';
 import type { UsersRepository } from '../users/repository';
 import type { IssuedPair, TokenService } from './service';

@@ -1,5 +1,5 @@
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import * as testing from '@platform/http-kit/testing';
+import * as testing from '@platform/testing';
 import { buildApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
 import type { SocialDatabase, UserRow } from '../../src/db/schema';

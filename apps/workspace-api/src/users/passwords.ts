@@ -1,4 +1,4 @@
-import { createPasswordHasher, type PasswordHasher } from '@platform/http-kit';
+import { createPasswordHasher, type PasswordHasher } from '@platform/passwords';
 import type { Config } from '../config';
 import { PasswordRule } from '../errors';
 

@@ -18,9 +18,13 @@ import { Value } from '@sinclair/typebox/value';
 import type { TSchema } from '@sinclair/typebox';
 import { annotationKeywords, TRIM } from '@platform/schema';
 import type { Database } from '@platform/db';
-import type { ErrorDialect } from '../dialects';
-import { findNul, type RequestRulesOptions } from '../plugins/app/request-rules';
-import { BARE_SECURITY_HEADERS, MAX_PARAM_LENGTH } from '../server-options';
+import {
+  BARE_SECURITY_HEADERS,
+  findNul,
+  MAX_PARAM_LENGTH,
+  type ErrorDialect,
+  type RequestRulesOptions,
+} from '@platform/http-kit';
 
 // ---------------------------------------------------------------------------------------------------
 // Seeded randomness

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { argon2id, hash, needsRehash, verify } from 'argon2';
-import { createError } from './errors';
+import createError from '@fastify/error';
 
 /**
  * OWASP's first argon2id row (Password Storage Cheat Sheet): 19 MiB, 2 passes, 1 lane. About a
@@ -86,7 +86,9 @@ export function passwordHashingConfig(e: PasswordHashingEnv): PasswordHashingCon
 
 /**
  * Every hashing slot is taken and the queue is full: the caller should come back shortly. A 503
- * that says so (with Retry-After), not "database unreachable": the database is fine.
+ * that says so (with Retry-After), not "database unreachable": the database is fine. A plain
+ * `@fastify/error` with statusCode 503, so any Fastify error handler (http-kit's adds Retry-After to
+ * every 503) answers it without this lib knowing the HTTP kit.
  */
 export const PasswordHashingBusyError = createError(
   'PLATFORM_HASHING_BUSY',

@@ -2,12 +2,15 @@ import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '@platform/db';
 import { StringEnum, TrimmedText, VALIDATION_MESSAGE, withMessage } from '@platform/schema';
-import type { ErrorDialect } from '../dialects';
-import { RequestValidationError } from '../errors';
-import { errorResponses } from '../plugins/app/error-handling';
-import { platform } from '../service-app';
-import type { RequestRulesOptions } from '../plugins/app/request-rules';
-import { serverOptions, type ServerOptionsInput } from '../server-options';
+import {
+  errorResponses,
+  platform,
+  RequestValidationError,
+  serverOptions,
+  type ErrorDialect,
+  type RequestRulesOptions,
+  type ServerOptionsInput,
+} from '@platform/http-kit';
 
 /** The request rules every service asks for today: trimmed text, no NUL characters, JSON only, no empty bodies. */
 export const STRICT_REQUEST_RULES: RequestRulesOptions = {
