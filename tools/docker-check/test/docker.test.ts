@@ -617,6 +617,25 @@ describe('Dockerfile (one for every app, SERVICE=<app>)', () => {
         expect(s).toEqual({ from: buildStage!.name, source: s.source, dest: s.source });
     });
 
+    it('ships no test kit: the build stage removes every lib tagged type:testing once the apps are built', () => {
+      expect(buildStage).toBeDefined();
+      const kits = workspaceDirs()
+        .map((ws) => ({ ws, manifest: JSON.parse(read(`${ws}/package.json`)) }))
+        .filter(({ manifest }) => (manifest.nx?.tags ?? []).includes('type:testing'));
+      expect(kits.map((k) => k.ws)).toEqual(['libs/testing']);
+      const shell = buildStage!.steps
+        .filter((s) => s.keyword === 'RUN')
+        .map((s) => shellOf(s))
+        .join('\n');
+      const built = shell.search(/nx run-many -t build/);
+      // What `rm -rf` removes after the build (`COPY --from=build /app/libs` ships every lib left there).
+      const removed = [...shell.matchAll(/rm -rf ([^&\n]*)/g)]
+        .filter((m) => m.index > built)
+        .flatMap((m) => m[1].trim().split(/\s+/));
+      for (const { ws, manifest } of kits)
+        expect(removed).toEqual(expect.arrayContaining([ws, `node_modules/${manifest.name}`]));
+    });
+
     it('runs as a non-root user in production mode, listening on all interfaces on its port', () => {
       const users = stepsOf(chain, 'USER').map((u) => shellOf(u).trim());
       expect(users.length).toBeGreaterThan(0);
