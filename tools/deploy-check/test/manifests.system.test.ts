@@ -331,7 +331,9 @@ describe.each(SERVICES)('%s', (service) => {
     const bin = JSON.parse(readFileSync(join(ROOT, 'apps', service, 'package.json'), 'utf8')).bin;
     expect(Object.values(bin)).toContain('./dist/cli.js');
     expect(existsSync(join(ROOT, 'apps', service, 'src', 'cli.ts'))).toBe(true);
-    expect(readFileSync(join(ROOT, 'libs', 'http-kit', 'src', 'cli.ts'), 'utf8')).toMatch(/\bmigrate: \{/);
+    expect(readFileSync(join(ROOT, 'libs', 'http-kit', 'src', 'cli', 'commands.ts'), 'utf8')).toMatch(
+      /\bmigrate: \{/,
+    );
 
     expect(['Never', 'OnFailure']).toContain(podSpec(job).restartPolicy);
     expect(job.spec.backoffLimit).toBeGreaterThanOrEqual(1);
