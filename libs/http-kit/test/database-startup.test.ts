@@ -1,26 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { sql, type Kysely, type Migration } from 'kysely';
-import { FieldError } from '@platform/schema';
 import type { Database } from '@platform/db';
 import { cuttableDatabase, type CuttableDatabase } from '@platform/db/testing';
 import { migrateToLatest, openDatabase } from '@platform/db';
-import {
-  createServiceApp,
-  MAX_CONNECTIONS_PER_ADDRESS,
-  reasonPhrase,
-  type ErrorDialect,
-  type ServiceConfig,
-} from '../src';
-import { STRICT_REQUEST_RULES, waitUntilReady } from '@platform/testing';
-import { Type } from '@sinclair/typebox';
+import { MAX_CONNECTIONS_PER_ADDRESS, type ServiceConfig } from '../src';
+import { waitUntilReady } from '@platform/testing';
+import { problemDialect } from './support/dialect';
+import { smallServiceApp } from './support/platform';
 
-const Problem = Type.Object({ status: Type.Integer(), detail: Type.String() }, { $id: 'StartupProblem' });
-const dialect: ErrorDialect = {
-  schemaRef: 'StartupProblem',
-  schemas: [FieldError, Problem],
-  contentType: 'application/vnd.startup-problem+json; charset=utf-8',
-  body: (p) => ({ status: p.status, detail: p.detail, title: reasonPhrase(p.status) }),
-};
+const { dialect } = problemDialect('StartupProblem');
 
 const notesTable: Migration['up'] = async (db: Kysely<any>) => {
   await db.schema.createTable('notes').addColumn('body', 'text').execute();
@@ -47,13 +35,11 @@ async function buildApp(
     metricsToken: undefined,
     redisUrl: undefined,
   };
-  const app = await createServiceApp({
+  const app = await smallServiceApp({
     config,
-    bodyLimit: 1024,
     dialect,
-    requestRules: STRICT_REQUEST_RULES,
-    docs: { title: 'startup', description: 'startup test', version: '0', tags: [] },
-    cors: { origins: '*' },
+    title: 'startup',
+    description: 'startup test',
     migrations,
   });
   app.get('/notes', async () => {

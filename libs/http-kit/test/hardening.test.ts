@@ -1,15 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { FieldError, parseEnv } from '@platform/schema';
-import {
-  platform,
-  reasonPhrase,
-  serverOptions,
-  serviceConfig,
-  serviceEnv,
-  STALLED_UPLOAD_MS,
-  type ErrorDialect,
-} from '../src';
+import { parseEnv } from '@platform/schema';
+import { reasonPhrase, serverOptions, serviceConfig, serviceEnv, STALLED_UPLOAD_MS } from '../src';
 import { Value } from '@sinclair/typebox/value';
 import {
   dialectTestApp,
@@ -17,23 +9,10 @@ import {
   rawExchange as exchange,
   type RawResponse,
 } from '@platform/testing';
+import { problemDialect } from './support/dialect';
+import { listenOnLoopback, platformApp, sendRaw, slowRoute } from './support/platform';
 
-/** A dialect of the tests' own, under a media type no framework would use by itself. */
-const HardError = Type.Object(
-  { status: Type.Integer(), title: Type.String(), detail: Type.String() },
-  { $id: 'HardError' },
-);
-const dialect: ErrorDialect = {
-  schemaRef: 'HardError',
-  schemas: [FieldError, HardError],
-  contentType: 'application/vnd.hard-error+json; charset=utf-8',
-  body: (p) => ({ status: p.status, title: reasonPhrase(p.status), detail: p.detail }),
-};
-
-async function listening(app: FastifyInstance): Promise<number> {
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  return (app.server.address() as { port: number }).port;
-}
+const { schema: HardError, dialect } = problemDialect('HardError');
 
 function expectInDialect(response: RawResponse, status: number) {
   expect(response.status).toBe(status);
@@ -51,7 +30,7 @@ describe('stalled clients', () => {
   test('a body that stops arriving is answered 408 in the dialect and its connection closed, within the request timeout', async () => {
     const app = await dialectTestApp(dialect, { server: { requestTimeoutMs: 300 } });
     try {
-      const port = await listening(app);
+      const port = await listenOnLoopback(app);
       const started = Date.now();
       const { closed } = exchange(port, STALLED_UPLOAD);
       const raw = await closed;
@@ -65,7 +44,7 @@ describe('stalled clients', () => {
 
   test('close() during a stalled upload finishes promptly and closes the stalled connection', async () => {
     const app = await dialectTestApp(dialect); // the default 30 s request timeout
-    const port = await listening(app);
+    const port = await listenOnLoopback(app);
     const { closed } = exchange(port, STALLED_UPLOAD);
     await new Promise((r) => setTimeout(r, 100));
     const started = Date.now();
@@ -76,31 +55,16 @@ describe('stalled clients', () => {
   });
 
   test('close() still lets a running handler finish while a stalled upload is cut off', async () => {
-    const app = Fastify(serverOptions({ logLevel: 'silent', dialect }));
-    await app.register(platform, {
-      dialect,
-      requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'reject' },
-      readiness: async () => undefined,
-      bodyLimit: 1024,
-      docs: { title: 't', description: 'd', version: '1', tags: [] },
-      cors: { origins: '*' },
-    });
-    let release!: () => void;
-    const slowStarted = new Promise<void>((started) => {
-      app.get('/slow', async () => {
-        started();
-        await new Promise<void>((r) => (release = r));
-        return { done: true };
-      });
-    });
+    const app = await platformApp(dialect);
+    const slowRequest = slowRoute(app);
     app.post('/things', async () => ({}));
-    const port = await listening(app);
+    const port = await listenOnLoopback(app);
     const stalled = exchange(port, STALLED_UPLOAD);
     const slow = exchange(port, 'GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
-    await slowStarted;
+    await slowRequest.started;
     const closing = app.close();
     await new Promise((r) => setTimeout(r, 100));
-    release();
+    slowRequest.release();
     expect(await slow.closed).toContain('{"done":true}');
     await stalled.closed;
     await closing;
@@ -124,11 +88,11 @@ describe('errors before any route runs, in the dialect', () => {
   let port: number;
   beforeAll(async () => {
     app = await dialectTestApp(dialect);
-    port = await listening(app);
+    port = await listenOnLoopback(app);
   });
   afterAll(() => app.close());
 
-  const get = async (raw: string) => parse(await exchange(port, raw).closed);
+  const get = (raw: string) => sendRaw(port, raw);
   const request = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`;
 
   test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is a 400', async () => {

@@ -6,6 +6,7 @@ import { Type } from '@sinclair/typebox';
 import { FieldError } from '@platform/schema';
 import {
   headersOf,
+  HELMET_OPTIONS,
   listenWithGracefulShutdown,
   platform,
   reasonPhrase,
@@ -19,6 +20,7 @@ import {
   REFUSED_BODIES,
   STRICT_REQUEST_RULES as STRICT,
 } from '@platform/testing';
+import { listenOnLoopback, platformApp, platformOptions, slowRoute } from './support/platform';
 
 /** A dialect of the tests' own: the problem as it is, under a media type of its own, failed fields listed. */
 const TestError = Type.Object(
@@ -204,16 +206,7 @@ describe('one error path, any dialect', () => {
   test('a dialect that does not list its own body schema is refused when the platform registers', async () => {
     const app = Fastify(serverOptions({ logLevel: 'silent' }));
     await expect(
-      app
-        .register(platform, {
-          dialect: { ...testDialect, schemas: [FieldError] },
-          requestRules: STRICT,
-          readiness: async () => undefined,
-          bodyLimit: 1024,
-          docs: { title: 't', description: 'd', version: '1', tags: [] },
-          cors: { origins: '*' },
-        })
-        .ready(),
+      app.register(platform, platformOptions({ ...testDialect, schemas: [FieldError] })).ready(),
     ).rejects.toThrow(/TestError/);
     await app.close();
   });
@@ -318,35 +311,27 @@ describe('operations endpoints and headers', () => {
   });
 
   test("every response carries helmet's headers as helmet writes them on a real response", async () => {
+    const headersAt = async (port: number, path: string) =>
+      Object.fromEntries((await fetch(`http://127.0.0.1:${port}${path}`)).headers);
     // What helmet's own middleware sets on a real Node response, with the platform's options.
-    const server = createServer((req, res) =>
-      helmet({
-        contentSecurityPolicy: {
-          directives: {
-            'script-src': ["'self'"],
-            'img-src': ["'self'", 'data:'],
-            'upgrade-insecure-requests': null,
-          },
-        },
-        crossOriginResourcePolicy: { policy: 'cross-origin' },
-      })(req, res, () => res.end()),
-    );
+    const server = createServer((req, res) => helmet(HELMET_OPTIONS)(req, res, () => res.end()));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    const real = Object.fromEntries((await fetch(`http://127.0.0.1:${port}/`)).headers);
+    const real = await headersAt((server.address() as AddressInfo).port, '/');
     server.close();
     const helmets = Object.keys(real).filter(
       (name) => !['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name),
     );
     expect(helmets.length).toBeGreaterThanOrEqual(10);
 
+    // The app's answers, read off the wire too.
     const app = await dialectTestApp(testDialect);
+    const port = await listenOnLoopback(app);
     for (const url of ['/healthz', '/nothing', '/metrics']) {
-      const headers = (await app.inject(url)).headers;
+      const headers = await headersAt(port, url);
       for (const name of helmets) expect([url, name, headers[name]]).toEqual([url, name, real[name]]);
     }
     // Swagger UI's page keeps its own CSP (it needs inline styles), helmet's others.
-    const docs = (await app.inject('/docs/static/index.html')).headers;
+    const docs = await headersAt(port, '/docs/static/index.html');
     expect(docs['content-security-policy']).not.toBe(real['content-security-policy']);
     expect(docs['strict-transport-security']).toBe(real['strict-transport-security']);
     await app.close();
@@ -441,25 +426,9 @@ describe('operations endpoints and headers', () => {
 
 describe('shutdown', () => {
   test('a response finished during the drain closes its keep-alive connection, so close() does not wait for it', async () => {
-    const app = Fastify(serverOptions({ logLevel: 'silent' }));
-    await app.register(platform, {
-      dialect: testDialect,
-      requestRules: STRICT,
-      readiness: async () => undefined,
-      bodyLimit: 1024,
-      docs: { title: 't', description: 'd', version: '1', tags: [] },
-      cors: { origins: '*' },
-    });
-    let release!: () => void;
-    const slowStarted = new Promise<void>((started) => {
-      app.get('/slow', async () => {
-        started();
-        await new Promise<void>((r) => (release = r));
-        return { done: true };
-      });
-    });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as { port: number };
+    const app = await platformApp(testDialect);
+    const slowRequest = slowRoute(app);
+    const port = await listenOnLoopback(app);
 
     const { createConnection } = await import('node:net');
     const socket = createConnection({ port, host: '127.0.0.1' });
@@ -467,10 +436,10 @@ describe('shutdown', () => {
     socket.on('data', (c) => (raw += c));
     const ended = new Promise((r) => socket.on('close', r));
     socket.write('GET /slow HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
-    await slowStarted;
+    await slowRequest.started;
     const closed = app.close();
     await new Promise((r) => setTimeout(r, 50));
-    release();
+    slowRequest.release();
     const started = Date.now();
     await ended;
     await closed;

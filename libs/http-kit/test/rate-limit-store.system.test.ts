@@ -1,46 +1,36 @@
-import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import { Redis } from 'ioredis';
-import { FieldError, parseEnv } from '@platform/schema';
+import { parseEnv } from '@platform/schema';
 import type { Database } from '@platform/db';
 import { freePort } from '@platform/db/testing';
+import { serviceConfig, serviceEnv, type ServiceConfig } from '../src';
 import {
-  createServiceApp,
-  reasonPhrase,
-  serviceConfig,
-  serviceEnv,
-  type ErrorDialect,
-  type ServiceConfig,
-} from '../src';
-import { buildTestApp, STRICT_REQUEST_RULES, type TestApp } from '@platform/testing';
+  buildTestApp,
+  deleteTestRedisKeys,
+  testRedisKeyPrefix,
+  testRedisKeys,
+  testRedisUrl,
+  type TestApp,
+} from '@platform/testing';
+import { problemDialect } from './support/dialect';
+import { smallServiceApp } from './support/platform';
 
 /** Requests each client address may make to `POST /notes` per minute. */
 const LIMIT = 4;
-const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+/** The client address of the requests, unless a test says otherwise. */
+const CLIENT = '192.0.2.7';
 
-const Problem = Type.Object(
-  { status: Type.Integer(), title: Type.String(), detail: Type.String() },
-  { $id: 'LimitsProblem' },
-);
-const dialect: ErrorDialect = {
-  schemaRef: 'LimitsProblem',
-  schemas: [FieldError, Problem],
-  contentType: 'application/vnd.limits-problem+json; charset=utf-8',
-  body: (p) => ({ status: p.status, title: reasonPhrase(p.status), detail: p.detail }),
-};
+const { dialect } = problemDialect('LimitsProblem');
 
 const EnvSchema = Type.Object(serviceEnv({ port: 0, schema: 'limits' }));
 const loadConfig = (env: Record<string, string>): ServiceConfig => serviceConfig(parseEnv(EnvSchema, env));
 
 /** A tiny service on `createServiceApp`, as production builds one, with one rate-limited route. */
 async function buildApp(config: ServiceConfig, deps: { database?: Database<unknown> }) {
-  const app = await createServiceApp({
+  const app = await smallServiceApp({
     config,
-    bodyLimit: 1024,
     dialect,
-    requestRules: STRICT_REQUEST_RULES,
-    docs: { title: 'limits-test', description: 'rate-limit store test', version: '0', tags: [] },
-    cors: { origins: '*' },
+    title: 'limits-test',
+    description: 'rate-limit store test',
     migrations: {},
     database: deps.database,
   });
@@ -58,15 +48,14 @@ function startApp(env: Record<string, string>): Promise<LimitsApp> {
   return buildTestApp({ service: 'limits', loadConfig, buildApp, env });
 }
 
-/** `POST /notes` from one client address; the status it got. */
+/** `POST /notes` from the client address `from`: the answer. */
+function sendNote(app: LimitsApp, from = CLIENT) {
+  return app.app.inject({ method: 'POST', url: '/notes', payload: { text: 'x' }, remoteAddress: from });
+}
+
+/** `POST /notes` from the client address; the status it got. */
 async function postNote(app: LimitsApp): Promise<number> {
-  const response = await app.app.inject({
-    method: 'POST',
-    url: '/notes',
-    payload: { text: 'x' },
-    remoteAddress: '192.0.2.7',
-  });
-  return response.statusCode;
+  return (await sendNote(app)).statusCode;
 }
 
 /** Sends `count` notes, alternating between the instances; the statuses in order. */
@@ -76,30 +65,11 @@ async function alternate(apps: LimitsApp[], count: number): Promise<number[]> {
   return statuses;
 }
 
-async function withRedis<T>(use: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(REDIS);
-  try {
-    return await use(redis);
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** The keys matching `pattern` (SCAN, so a shared Redis is never blocked). */
-function keysOfThisRun(pattern: string): Promise<string[]> {
-  return withRedis(async (redis) => {
-    const keys: string[] = [];
-    for await (const batch of redis.scanStream({ match: pattern, count: 500 }))
-      keys.push(...(batch as string[]));
-    return keys;
-  });
-}
-
 describe('rate-limit counters of several instances', () => {
-  // A key prefix of this run (ioredis reads `keyPrefix` from the URL): parallel runs never share a
-  // counter, and the clean-up deletes this run's keys only.
-  const prefix = `limits-test-${randomBytes(5).toString('hex')}:`;
-  const redisUrl = `${REDIS}?keyPrefix=${prefix}`;
+  // A key prefix of this run: parallel runs never share a counter, and the clean-up deletes this
+  // run's keys only.
+  const prefix = testRedisKeyPrefix('limits-test');
+  const redisUrl = testRedisUrl(prefix);
   const apps: LimitsApp[] = [];
   const open = async (env: Record<string, string>) => {
     const app = await startApp(env);
@@ -110,10 +80,7 @@ describe('rate-limit counters of several instances', () => {
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
   });
-  afterAll(async () => {
-    const keys = await keysOfThisRun(`${prefix}*`);
-    if (keys.length) await withRedis((redis) => redis.del(...keys));
-  });
+  afterAll(() => deleteTestRedisKeys(`${prefix}*`));
 
   test('share one limit through Redis: the request past it is refused whichever instance gets it', async () => {
     // Start-up waits for Redis, so the very first requests already count there.
@@ -122,28 +89,18 @@ describe('rate-limit counters of several instances', () => {
     expect(await alternate(both, LIMIT)).toEqual(Array(LIMIT).fill(201));
     // Each instance has counted only half the budget itself; both refuse now.
     expect(await postNote(both[0])).toBe(429);
-    const refused = await both[1].app.inject({
-      method: 'POST',
-      url: '/notes',
-      payload: { text: 'x' },
-      remoteAddress: '192.0.2.7',
-    });
+    const refused = await sendNote(both[1]);
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['content-type']).toMatch(/^application\/vnd\.limits-problem\+json/);
     expect(refused.headers['retry-after']).toMatch(/^\d+$/);
     expect(refused.json()).toMatchObject({ status: 429, title: 'Too Many Requests' });
 
     // Another address has its own budget.
-    const other = await both[1].app.inject({
-      method: 'POST',
-      url: '/notes',
-      payload: { text: 'x' },
-      remoteAddress: '192.0.2.8',
-    });
+    const other = await sendNote(both[1], '192.0.2.8');
     expect(other.statusCode).toBe(201);
 
     // The counters are this run's keys in Redis (the prefix of the URL, then the service's namespace).
-    const keys = await keysOfThisRun(`${prefix}*`);
+    const keys = await testRedisKeys(`${prefix}*`);
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.every((key) => key.startsWith(`${prefix}limits-test:rate-limit:`))).toBe(true);
   });

@@ -6,36 +6,15 @@
 import { createConnection, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Type } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '@platform/db';
-import { FieldError } from '@platform/schema';
 import { Value } from '@sinclair/typebox/value';
-import {
-  platform,
-  reasonPhrase,
-  SECURITY_HEADERS,
-  serverOptions,
-  type ErrorDialect,
-  type ServerOptionsInput,
-} from '../src';
+import { platform, SECURITY_HEADERS, serverOptions, type ServerOptionsInput } from '../src';
 import { createPasswordHasher } from '@platform/passwords';
-import {
-  dialectTestApp,
-  parseRawResponse as parse,
-  rawExchange as exchange,
-  type RawResponse,
-} from '@platform/testing';
+import { dialectTestApp, parseRawResponse as parse, type RawResponse } from '@platform/testing';
+import { problemDialect } from './support/dialect';
+import { listenOnLoopback, platformOptions, sendRaw } from './support/platform';
 
-const StressError = Type.Object(
-  { status: Type.Integer(), title: Type.String(), detail: Type.String() },
-  { $id: 'StressError' },
-);
-const dialect: ErrorDialect = {
-  schemaRef: 'StressError',
-  schemas: [FieldError, StressError],
-  contentType: 'application/vnd.stress-error+json; charset=utf-8',
-  body: (p) => ({ status: p.status, title: reasonPhrase(p.status), detail: p.detail }),
-};
+const { schema: StressError, dialect } = problemDialect('StressError');
 
 /** Log entries written to a stream, as text and (JSON mode) parsed. */
 function logCapture() {
@@ -54,18 +33,12 @@ async function appWithLogs(register: (app: FastifyInstance) => void, server: Ser
   const logs = logCapture();
   const options = serverOptions({ logLevel: 'info', dialect, bodyLimit: 1024 * 1024, ...server });
   const app = Fastify({ ...options, logger: { ...(options.logger as object), stream: logs.stream } });
-  await app.register(platform, {
-    dialect,
-    requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'reject' },
-    readiness: async () => undefined,
-    isUnavailable: isDatabaseUnavailable,
-    bodyLimit: 1024 * 1024,
-    docs: { title: 't', description: 'd', version: '1', tags: [] },
-    cors: { origins: '*' },
-  });
+  await app.register(
+    platform,
+    platformOptions(dialect, { isUnavailable: isDatabaseUnavailable, bodyLimit: 1024 * 1024 }),
+  );
   register(app);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  return { app, logs, port: (app.server.address() as { port: number }).port };
+  return { app, logs, port: await listenOnLoopback(app) };
 }
 
 function expectInDialect(
@@ -165,12 +138,11 @@ describe('methods no route takes, and the security headers of every answer', () 
   let port: number;
   beforeAll(async () => {
     app = await dialectTestApp(dialect, { server: { requestTimeoutMs: 500 } });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    port = (app.server.address() as { port: number }).port;
+    port = await listenOnLoopback(app);
   });
   afterAll(() => app.close());
 
-  const send = async (raw: string | string[]) => parse(await exchange(port, raw).closed);
+  const send = (raw: string | string[]) => sendRaw(port, raw);
   const line = (method: string, path: string, extra = '') =>
     `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${extra}\r\n`;
 
@@ -302,8 +274,7 @@ describe('open connections per address', () => {
     const app = await dialectTestApp(dialect, { server: { requestTimeoutMs: 3000 } });
     let flood: ReturnType<typeof stalledUpload>[] = [];
     try {
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      const port = (app.server.address() as { port: number }).port;
+      const port = await listenOnLoopback(app);
       flood = Array.from({ length: 5000 }, () => stalledUpload(port, '127.0.0.2'));
       let ended = 0;
       for (const f of flood) void f.closed.then(() => ended++);

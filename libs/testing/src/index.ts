@@ -6,3 +6,4 @@ export * from './hooks';
 export * from './hostile';
 export * from './outage';
 export * from './readiness';
+export * from './redis';
