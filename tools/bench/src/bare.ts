@@ -4,12 +4,12 @@
 // same parameters, same order), reads their rows, and answers the same JSON value the service
 // answered, serialised per request with JSON.stringify (the bench checks the bytes are identical).
 // So it is "HTTP + Fastify + the same SQL through pg + serialising the same JSON" and nothing else.
-// lib/baselines.ts compiles it to JavaScript and runs `node bare.js <payload file>` with `PORT`. An
-// entry point only: never import it for its values (only its types, which are erased).
-import { readFileSync } from 'node:fs';
-import process from 'node:process';
+// lib/baselines.ts compiles it (with bare-entry.ts) to JavaScript and runs `node bare.js <payload
+// file>` with `PORT`. An entry point only: never import it for its values (only its types, which are
+// erased).
 import { fastify } from 'fastify';
 import { Pool } from 'pg';
+import { runBareServer } from './bare-entry';
 
 /** One statement as the service sent it: its text and its parameters as PostgreSQL logged them. */
 export interface CapturedStatement {
@@ -32,8 +32,7 @@ export interface BarePayload {
   headers: Record<string, string>;
 }
 
-async function serve(payloadFile: string): Promise<void> {
-  const payload = JSON.parse(readFileSync(payloadFile, 'utf8')) as BarePayload;
+runBareServer<BarePayload>('bare', (payload) => {
   const pool = new Pool({
     connectionString: payload.databaseUrl,
     max: payload.poolMax,
@@ -62,19 +61,5 @@ async function serve(payloadFile: string): Promise<void> {
       return reply.send(JSON.stringify(payload.body));
     },
   });
-  await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-  const stop = () =>
-    app
-      .close()
-      .then(() => pool.end())
-      .then(() => process.exit(0));
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-}
-
-const payloadFile = process.argv[2];
-if (!payloadFile) throw new Error('usage: node bare.js <payload file>');
-serve(payloadFile).catch((error) => {
-  console.error(error);
-  process.exit(1);
+  return { app, release: () => pool.end() };
 });

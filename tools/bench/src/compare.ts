@@ -16,18 +16,13 @@ import { compareOptions, type CompareOptions } from './compare/options';
 import { printComparison } from './compare/report';
 import { compareRoute, type RouteResult } from './compare/route';
 import { BENCH_DATA_DIR, benchServer } from './compare/server';
-import { appDist, startServiceUnderTest } from './compare/services';
+import { startServiceUnderTest } from './compare/services';
 
 async function bench(opts: CompareOptions): Promise<void> {
   const startedAt = new Date();
   const loadAtStart = loadAverage();
   for (const name of process.env.BENCH_APPS_DIR ? [] : opts.only)
-    ensureServiceBuild({
-      project: `${name}-api`,
-      dist: appDist(name),
-      files: ['app.js', 'main.js'],
-      force: opts.build,
-    });
+    ensureServiceBuild({ project: `${name}-api`, files: ['app.js', 'main.js'], force: opts.build });
   const server = await benchServer();
   log(`bench-only PostgreSQL in ${BENCH_DATA_DIR} (pg_stat_statements on)`);
 

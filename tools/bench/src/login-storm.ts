@@ -22,15 +22,14 @@ import { benchOptions, type BenchOptions } from './lib/options';
 import { request, startService, stopNode } from './lib/processes';
 import { writeReport } from './lib/report';
 import { log, runMain, stamp } from './lib/run';
-import { APP_DIST } from './social-setup';
+import { APP_DIST, SOCIAL_API } from './social-setup';
 
 type Options = BenchOptions<'storm' | 'logins'>;
 
 const options = (): Options =>
   benchOptions({
     command: 'npm run bench:login-storm',
-    project: 'social-api',
-    schemaPrefix: 'social',
+    ...SOCIAL_API,
     own: {
       storm: { help: 'concurrent wrong-password clients', env: 'BENCH_STORM', fallback: 32 },
       logins: { help: "the real user's sequential logins per phase", env: 'BENCH_LOGINS', fallback: 20 },
@@ -128,7 +127,7 @@ interface Phase {
 }
 
 async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, opts: Options) {
-  const db = await throwAwayDatabase('social', opts.databaseUrl);
+  const db = await throwAwayDatabase(SOCIAL_API.schemaPrefix, opts.databaseUrl);
   const service = await startService(
     `social-api ${name}`,
     path.join(APP_DIST, 'main.js'),
@@ -249,7 +248,7 @@ async function measureConfiguration(name: string, extraEnv: NodeJS.ProcessEnv, o
 }
 
 async function main(opts: Options) {
-  ensureServiceBuild({ project: 'social-api', dist: APP_DIST, files: ['main.js'], force: opts.build });
+  ensureServiceBuild({ project: SOCIAL_API.project, files: ['main.js'], force: opts.build });
   const results: Record<string, Awaited<ReturnType<typeof measureConfiguration>>> = {};
   for (const [name, env] of Object.entries(CONFIGURATIONS)) {
     log(`measuring ${name} ...`);

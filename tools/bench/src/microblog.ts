@@ -120,12 +120,7 @@ async function bench(opts: Options): Promise<void> {
   const startedAt = new Date();
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
   const loadAtStart = loadAverage();
-  ensureServiceBuild({
-    project: 'microblog-api',
-    dist: APP_DIST,
-    files: ['app.js', 'main.js'],
-    force: opts.build,
-  });
+  ensureServiceBuild({ project: 'microblog-api', files: ['app.js', 'main.js'], force: opts.build });
 
   log(
     `seeding ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} ...`,

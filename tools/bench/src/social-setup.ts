@@ -12,7 +12,10 @@ import { round } from './lib/numbers';
 import { request, startNode } from './lib/processes';
 import { ROOT } from './lib/run';
 
-export const APP_DIST = path.join(ROOT, 'apps/social-api/dist');
+/** social-api as its benchmarks name it: the Nx project, and the prefix of their throw-away schemas. */
+export const SOCIAL_API = { project: 'social-api', schemaPrefix: 'social' } as const;
+
+export const APP_DIST = path.join(ROOT, 'apps', SOCIAL_API.project, 'dist');
 
 /** One page of a collection: the body `Paginated(item)` of social-api's pagination.ts describes. */
 export interface Page<T> {

@@ -25,15 +25,14 @@ import { benchOptions, type BenchOptions } from './lib/options';
 import { request, startService, type Answer } from './lib/processes';
 import { printReport, reportHead, writeReport, type Report } from './lib/report';
 import { log, runMain, stamp } from './lib/run';
-import { APP_DIST, benchUser, fake, spreadOver, type BenchUser, type Page } from './social-setup';
+import { APP_DIST, benchUser, fake, SOCIAL_API, spreadOver, type BenchUser, type Page } from './social-setup';
 
 type Options = BenchOptions<'users' | 'posts' | 'follows'>;
 
 const options = (): Options =>
   benchOptions({
     command: 'npm run bench:social',
-    project: 'social-api',
-    schemaPrefix: 'social',
+    ...SOCIAL_API,
     own: {
       users: {
         help: 'users to seed (fake users: each follows 0..5 others)',
@@ -75,7 +74,7 @@ async function prepareDatabase(opts: Options): Promise<{
   info: SeededDatabase;
   followTargets: number[];
 }> {
-  const throwAway = await throwAwayDatabase('social', opts.databaseUrl);
+  const throwAway = await throwAwayDatabase(SOCIAL_API.schemaPrefix, opts.databaseUrl);
   const { config } = throwAway;
   const env = databaseEnv(config, { LOG_LEVEL: 'warn' });
   const usersSeconds = await fake('users', opts.users, env);
@@ -128,8 +127,7 @@ async function bench(opts: Options): Promise<void> {
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
   const loadAtStart = loadAverage();
   ensureServiceBuild({
-    project: 'social-api',
-    dist: APP_DIST,
+    project: SOCIAL_API.project,
     files: ['app.js', 'main.js', 'cli.js'],
     force: opts.build,
   });
@@ -257,7 +255,7 @@ async function bench(opts: Options): Promise<void> {
   const postCheck = { userId: me.id, postsBefore, postsAfter, ...posts };
 
   const report: SocialReport = {
-    ...reportHead({ startedAt, loadAtStart, project: 'social-api', opts, database: db, service }),
+    ...reportHead({ startedAt, loadAtStart, project: SOCIAL_API.project, opts, database: db, service }),
     benchUser: { id: me.id, username: me.username, following: followTargets.length, feedPosts: feedTotal },
     deepCursor: {
       offset: cursorOffset,

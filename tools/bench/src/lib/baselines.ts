@@ -19,7 +19,7 @@ import {
 import { onCleanup } from './run';
 
 /**
- * An entry point of this folder (baseline.ts or bare.ts) as plain JavaScript in `dir`: the bare
+ * A file of this folder (baseline.ts, bare.ts, bare-entry.ts) as plain JavaScript in `dir`: the bare
  * servers run on bare Node, without the TypeScript loader (which weighs on a process), so their
  * figures are Fastify's (and pg's) alone.
  */
@@ -74,6 +74,8 @@ export async function startBareServer(server: BareServer): Promise<NodeProcess &
   const payloadFile = path.join(dir, 'payload.json');
   writeFileSync(payloadFile, JSON.stringify(server.payload));
   const port = await freePort();
+  // The entry point imports bare-entry.ts: compiled beside it, where its require() finds it.
+  compileEntry(dir, path.join(__dirname, '..', 'bare-entry.ts'));
   const entry = compileEntry(dir, path.join(__dirname, '..', `${name}.ts`));
   const proc = startNode(name, [...cpuProfileArgs(server.cpuProfile), entry, payloadFile], {
     ...process.env,

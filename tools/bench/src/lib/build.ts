@@ -64,20 +64,19 @@ function ensureBuild({ project, required, sources, force }: BuildTarget): void {
 }
 
 /**
- * `ensureBuild` for a service of apps/: the `files` it runs from its `dist` (and @platform/db's
- * build), a note when it or the libs it is built from changed since.
+ * `ensureBuild` for a service of apps/: the `files` it runs from apps/<project>/dist (and
+ * @platform/db's build), a note when it or the libs it is built from changed since.
  */
 export function ensureServiceBuild({
   project,
-  dist,
   files,
   force,
 }: {
   project: string;
-  dist: string;
   files: string[];
   force: boolean;
 }): void {
+  const dist = path.join(ROOT, 'apps', project, 'dist');
   ensureBuild({
     project,
     required: [...files.map((f) => path.join(dist, f)), path.join(ROOT, 'libs/db/dist/index.js')],
