@@ -99,6 +99,9 @@ describe('docker-compose.yml on a real engine', () => {
   const compose = (...args: string[]) =>
     must(composeBin, [...composePre, '-p', PROJECT, '-f', 'docker-compose.yml', ...args], composeEnv);
   const containerOf = (service: string) => compose('ps', '-q', service).trim();
+  /** The rows of `query` (psql in the postgres container as the platform user, unaligned). */
+  const psql = (query: string) =>
+    compose('exec', '-T', 'postgres', 'psql', '-U', 'platform', '-d', 'platform', '-At', '-c', query).trim();
   const url = (service: Service, path: string) => `http://127.0.0.1:${ports[service]}${path}`;
   const logDir = mkdtempSync(join(tmpdir(), 'compose-test-'));
   const figures: string[] = [];
@@ -406,21 +409,7 @@ describe('docker-compose.yml on a real engine', () => {
     const sql =
       "select table_schema || '.' || table_name from information_schema.tables " +
       "where table_schema not in ('pg_catalog', 'information_schema') order by 1";
-    const tables = compose(
-      'exec',
-      '-T',
-      'postgres',
-      'psql',
-      '-U',
-      'platform',
-      '-d',
-      'platform',
-      '-At',
-      '-c',
-      sql,
-    )
-      .trim()
-      .split('\n');
+    const tables = psql(sql).split('\n');
     const bySchema = (schema: string) =>
       tables.filter((t) => t.startsWith(`${schema}.`)).map((t) => t.slice(schema.length + 1));
     expect(bySchema('microblog')).toEqual(expect.arrayContaining(['posts', 'replies', 'kysely_migration']));
@@ -434,22 +423,8 @@ describe('docker-compose.yml on a real engine', () => {
     expect(bySchema('public')).toEqual([]);
     expect(tables.filter((t) => !/^(microblog|workspace|social)\./.test(t))).toEqual([]);
     // What each service wrote through its port above is in its own schema (its search_path), nowhere else.
-    const count = (query: string) =>
-      compose(
-        'exec',
-        '-T',
-        'postgres',
-        'psql',
-        '-U',
-        'platform',
-        '-d',
-        'platform',
-        '-At',
-        '-c',
-        query,
-      ).trim();
-    expect(count(`select count(*) from microblog.posts where content = 'compose test ${PROJECT}'`)).toBe('1');
-    expect(count("select count(*) from workspace.users where username = 'compose.user'")).toBe('1');
-    expect(count(`select count(*) from social.posts where text = 'compose test ${PROJECT}'`)).toBe('1');
+    expect(psql(`select count(*) from microblog.posts where content = 'compose test ${PROJECT}'`)).toBe('1');
+    expect(psql("select count(*) from workspace.users where username = 'compose.user'")).toBe('1');
+    expect(psql(`select count(*) from social.posts where text = 'compose test ${PROJECT}'`)).toBe('1');
   });
 });
