@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '@platform/db';
-import { createServiceApp } from '@platform/http-kit';
+import { createServiceApp, openApiTags } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { MicroblogDatabase } from './db/schema';
 import { migrations } from './db/migrations';
@@ -53,10 +53,10 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       title: 'microblog-api',
       description: DESCRIPTION,
       version: '1.0.0',
-      tags: [
-        { name: 'posts', description: 'Posts, replies and reactions' },
-        { name: 'panel', description: 'The browser panel' },
-      ],
+      tags: openApiTags({
+        posts: 'Posts, replies and reactions',
+        panel: 'The browser panel',
+      }),
     },
     cors: {
       origins: config.corsOrigins,

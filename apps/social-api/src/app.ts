@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Database } from '@platform/db';
-import { createServiceApp } from '@platform/http-kit';
+import { createServiceApp, openApiTags } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { SocialDatabase } from './db/schema';
 import { migrations } from './db/migrations';
@@ -81,11 +81,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       title: 'Microblog API',
       description: DESCRIPTION,
       version: '1.0',
-      tags: [
-        { name: 'tokens', description: 'Logins, token refresh and revocation, password resets, OAuth2' },
-        { name: 'users', description: 'Users and who follows whom' },
-        { name: 'posts', description: 'Posts and the feed' },
-      ],
+      tags: openApiTags({
+        tokens: 'Logins, token refresh and revocation, password resets, OAuth2',
+        users: 'Users and who follows whom',
+        posts: 'Posts and the feed',
+      }),
       openapi: {
         components: {
           securitySchemes: {

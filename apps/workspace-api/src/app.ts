@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '@platform/db';
-import { createServiceApp } from '@platform/http-kit';
+import { createServiceApp, openApiTags } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { WorkspaceDatabase } from './db/schema';
 import { migrations } from './db/migrations';
@@ -53,12 +53,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       title: 'workspace-api',
       description: DESCRIPTION,
       version: '1.0.0',
-      tags: [
-        { name: 'credentials', description: 'API key checks' },
-        { name: 'users', description: 'Users' },
-        { name: 'groups', description: 'Groups and memberships' },
-        { name: 'images', description: 'Workspaces (images) and the groups allowed to use them' },
-      ],
+      tags: openApiTags({
+        credentials: 'API key checks',
+        users: 'Users',
+        groups: 'Groups and memberships',
+        images: 'Workspaces (images) and the groups allowed to use them',
+      }),
       openapi: {
         components: {
           securitySchemes: {

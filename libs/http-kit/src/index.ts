@@ -10,6 +10,7 @@ export * from './plugins/app/chunked-framing';
 export * from './plugins/external/cors';
 export * from './plugins/external/helmet';
 export * from './plugins/external/swagger';
+export * from './openapi-tags';
 export * from './plugins/external/metrics';
 export * from './service-app';
 export * from './cli/run';
