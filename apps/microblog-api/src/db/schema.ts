@@ -12,6 +12,8 @@ export interface PostsTable extends ReactionColumns {
   created_at: Generated<Date>;
   reply_count: Generated<number>;
 }
+export type PostRow = Selectable<PostsTable>;
+export type NewPost = Insertable<PostsTable>;
 
 export interface RepliesTable {
   id: Generated<number>;
@@ -20,15 +22,12 @@ export interface RepliesTable {
   student_name: string | null;
   created_at: Generated<Date>;
 }
+export type ReplyRow = Selectable<RepliesTable>;
+export type NewReply = Insertable<RepliesTable>;
 
-/** Secrets the service made for itself (see the migration that creates it). */
 export interface MicroblogDatabase {
   posts: PostsTable;
   replies: RepliesTable;
+  /** Secrets the service made for itself (see the migration that creates it). */
   service_secrets: ServiceSecretsTable<'client_id'>;
 }
-
-export type PostRow = Selectable<PostsTable>;
-export type NewPost = Insertable<PostsTable>;
-export type ReplyRow = Selectable<RepliesTable>;
-export type NewReply = Insertable<RepliesTable>;

@@ -23,6 +23,9 @@ export interface UsersTable {
   /** The address was proven (a provider's verified flag, or a reset through the mailed link); cleared when it changes. */
   email_verified: Generated<boolean>;
 }
+export type UserRow = Selectable<UsersTable>;
+export type NewUserRow = Insertable<UsersTable>;
+export type UserUpdate = Updateable<UsersTable>;
 
 export interface PostsTable {
   id: Generated<number>;
@@ -30,6 +33,7 @@ export interface PostsTable {
   timestamp: Generated<Date>;
   user_id: number;
 }
+export type PostRow = Selectable<PostsTable>;
 
 /** "A follows B" is the row (follower_id = A, followed_id = B). */
 export interface FollowersTable {
@@ -46,6 +50,7 @@ export interface TokensTable {
   refresh_token_hash: string;
   refresh_expiration: Date;
 }
+export type TokenRow = Selectable<TokensTable>;
 
 /** OAuth2 states already presented (each works once), kept until they would have expired. */
 export interface SpentOAuth2StatesTable {
@@ -61,7 +66,6 @@ export interface TotalsTable {
   users: Generated<string>;
 }
 
-/** Secrets the service made for itself (migration 2026-11-28T1300_service_secrets). */
 export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
@@ -69,12 +73,9 @@ export interface SocialDatabase {
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;
   totals: TotalsTable;
-  /** `secret_key`: the key of tokens and signed cookies while SECRET_KEY is unset. */
+  /**
+   * Secrets the service made for itself (migration 2026-11-28T1300_service_secrets): `secret_key`, the
+   * key of tokens and signed cookies while SECRET_KEY is unset.
+   */
   service_secrets: ServiceSecretsTable<'secret_key'>;
 }
-
-export type UserRow = Selectable<UsersTable>;
-export type NewUserRow = Insertable<UsersTable>;
-export type UserUpdate = Updateable<UsersTable>;
-export type PostRow = Selectable<PostsTable>;
-export type TokenRow = Selectable<TokensTable>;
