@@ -156,20 +156,26 @@ const tokensRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/tokens/reset',
-    open({
-      summary: 'Request a password reset token',
-      description:
-        'Mails a reset link (`PASSWORD_RESET_URL?token=...`, valid RESET_TOKEN_MINUTES, 15) to a known address: by SMTP when MAIL_SERVER ' +
-        'is set, to the log otherwise. Always 204, so addresses cannot be probed.\n\n' +
-        'Chosen here: in production mode (or when set) RESETS_PER_ADDRESS (10) requests per client address and RESETS_PER_EMAIL (3) per ' +
-        'target address an hour, fixed windows (requests over the limit do not restart them); over either, 429 with `Retry-After` and ' +
-        '`errors.json.email` (nothing is sent). Off in development unless set.',
-      body: ResetRequestBody,
-      response: { 204: NoContent, ...bodyErrors(429), ...throttledResponse('email') },
-    }),
+    {
+      ...open({
+        summary: 'Request a password reset token',
+        description:
+          'Mails a reset link (`PASSWORD_RESET_URL?token=...`, valid RESET_TOKEN_MINUTES, 15) to a known address: by SMTP when MAIL_SERVER ' +
+          'is set, to the log otherwise. Always 204, so addresses cannot be probed.\n\n' +
+          'Chosen here: in production mode (or when set) RESETS_PER_ADDRESS (10) requests per client address and RESETS_PER_EMAIL (3) per ' +
+          'target address an hour, fixed windows (requests over the limit do not restart them); over either, 429 with `Retry-After` and ' +
+          '`errors.json.email` (nothing is sent). Off in development unless set.',
+        body: ResetRequestBody,
+        response: { 204: NoContent, ...bodyErrors(429), ...throttledResponse('email') },
+      }),
+      // The limits are the route's gate, not part of the reset: counted once the body is valid, before
+      // any mail is looked up.
+      preHandler: async (request, reply) => {
+        await limits.resetByAddress.allow(request.ip, reply);
+        await limits.resetByEmail.allow(request.body.email.trim().toLowerCase(), reply);
+      },
+    },
     async (request, reply) => {
-      await limits.resetByAddress.allow(request.ip, reply);
-      await limits.resetByEmail.allow(request.body.email.trim().toLowerCase(), reply);
       await reset.request(request.body.email, request.log);
       return reply.status(204).send();
     },

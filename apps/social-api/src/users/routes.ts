@@ -102,9 +102,11 @@ const usersRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: NewUser,
         response: { 201: User, ...bodyErrors(429), ...throttledResponse('username') },
       }),
+      // The limit is the route's gate, not part of registering: counted for every request that got this
+      // far, valid or not (schema failures reach the handler), before any password is hashed.
+      preHandler: (request, reply) => app.authLimits.registration.allow(request.ip, reply),
     },
     async (request, reply) => {
-      await app.authLimits.registration.allow(request.ip, reply);
       const { schemaErrors, valid } = bodyCheck(request);
       await assertAvailable({ username: valid('username'), email: valid('email') }, undefined, schemaErrors);
       const { username, email, password, about_me } = request.body;
