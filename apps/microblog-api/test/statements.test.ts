@@ -1,8 +1,9 @@
-import { statementMeter, type StatementMeter } from '@platform/db/testing';
+import { costOfRequests, withStatementMeter } from '@platform/db/testing';
+import { openForTheseTests } from '@platform/testing';
 import { sql } from 'kysely';
 import { createPostsRepository } from '../src/posts/repository';
 import { QUEST_TOPICS } from '../src/posts/schemas';
-import { buildTestApp, type TestApp } from './support/app';
+import { buildTestApp } from './support/app';
 
 /**
  * The default page (GET /api/microblog: 100 posts and their replies) is a read: over 200 requests it
@@ -13,13 +14,11 @@ import { buildTestApp, type TestApp } from './support/app';
  */
 describe('the default page: statements and writes', () => {
   const REQUESTS = 200;
-  let t: TestApp;
-  let meter: StatementMeter;
+  const metered = openForTheseTests(() => buildTestApp().then(withStatementMeter), 60_000);
 
   beforeAll(async () => {
-    t = await buildTestApp();
-    meter = await statementMeter(t.config.database.url!, t.database.schema);
-    const posts = createPostsRepository(t.database.db);
+    const { db } = metered().database;
+    const posts = createPostsRepository(db);
     const ids = await posts.insertPosts(
       Array.from({ length: 150 }, (_, i) => ({
         content: `post ${i}`,
@@ -28,35 +27,27 @@ describe('the default page: statements and writes', () => {
       })),
     );
     await posts.insertReplies(ids.map((post_id) => ({ post_id, content: 'a reply', student_name: null })));
-    await sql`analyze`.execute(t.database.db);
+    await sql`analyze`.execute(db);
   }, 60_000);
 
-  afterAll(async () => {
-    await meter?.stop();
-    await t?.close();
-  });
-
   test(`${REQUESTS} default pages: at most 2 statements each, no row written`, async () => {
-    const writtenBefore = await meter.rowsWritten();
-    // The seed's 150 posts, 150 replies and their counts are seen: the reading counts writes.
-    expect(writtenBefore).toBeGreaterThanOrEqual(450);
-
-    meter.reset();
-    for (let i = 0; i < REQUESTS; i += 1) {
-      const response = await t.app.inject('/api/microblog');
+    const { app, meter } = metered();
+    const { writtenBefore, perRequest, written } = await costOfRequests(meter, REQUESTS, async () => {
+      const response = await app.inject('/api/microblog');
       expect(response.statusCode).toBe(200);
       expect(response.json()).toHaveLength(100);
-    }
-    const perRequest = meter.statements / REQUESTS;
-    const written = (await meter.rowsWritten()) - writtenBefore;
+    });
+    // The seed's 150 posts, 150 replies and their counts are seen: the reading counts writes.
+    expect(writtenBefore).toBeGreaterThanOrEqual(450);
 
     expect({ perRequest, written }).toEqual({ perRequest: expect.any(Number), written: 0 });
     expect(perRequest).toBeLessThanOrEqual(2);
   }, 120_000);
 
   test('the page writes the bytes the schema serialiser writes (it is serialised natively)', async () => {
+    const { app } = metered();
     // A post answered by a route that serialises through the response schema, then listed.
-    const created = await t.app.inject({
+    const created = await app.inject({
       method: 'POST',
       url: '/api/microblog',
       payload: {
@@ -66,7 +57,7 @@ describe('the default page: statements and writes', () => {
       },
     });
     expect(created.statusCode).toBe(201);
-    const listed = await t.app.inject('/api/microblog?limit=1');
+    const listed = await app.inject('/api/microblog?limit=1');
     expect(listed.statusCode).toBe(200);
     expect(listed.headers['content-type']).toBe(created.headers['content-type']);
     expect(listed.body).toBe(`[${created.body}]`);

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { wireMismatches } from '@platform/db/testing';
+import { openForTheseTests } from '@platform/testing';
 import { Post } from '../src/posts/schemas';
-import { buildTestApp, type TestApp } from './support/app';
+import { buildTestApp } from './support/app';
 
 /**
  * The page of posts is answered by the native JSON serialiser (`nativeJson`): it sends exactly what
@@ -9,13 +10,10 @@ import { buildTestApp, type TestApp } from './support/app';
  * Each body is walked against its schema.
  */
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await buildTestApp();
-}, 60_000);
-afterAll(() => t?.close());
+const testApp = openForTheseTests(() => buildTestApp(), 60_000);
 
 test('every page of posts sends exactly its schema: properties, order, escaping', async () => {
+  const t = testApp();
   const text = 'quotes " and \\ , controls \u0001\t\n, \u2028, é, 😀, </script>';
   const ids: number[] = [];
   for (const [content, topic] of [

@@ -1,9 +1,10 @@
 import type { TSchema } from '@sinclair/typebox';
 import { wireMismatches as mismatches } from '@platform/db/testing';
+import { openForTheseTests } from '@platform/testing';
 import { PostPage } from '../src/posts/routes';
 import { User } from '../src/users/schemas';
 import { UserPage } from '../src/users/routes';
-import { buildTestApp, type TestApp } from './support/app';
+import { buildTestApp } from './support/app';
 
 /**
  * The reads answered by the native JSON serialiser (`nativeJson`: every collection, `/me`, a user)
@@ -12,13 +13,10 @@ import { buildTestApp, type TestApp } from './support/app';
  * hash, an internal counter) or to reorder one. Each body is walked against its schema.
  */
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await buildTestApp();
-}, 60_000);
-afterAll(() => t?.close());
+const testApp = openForTheseTests(() => buildTestApp(), 60_000);
 
 test('every natively serialised read sends exactly its schema: properties, order, escaping', async () => {
+  const t = testApp();
   const alice = await t.register({ about_me: 'quotes " \\ and a line\nbreak, \u2028, emoji 🦊' });
   const bob = await t.register({ about_me: null });
   expect((await t.as(alice.token, { method: 'POST', url: `/api/me/following/${bob.id}` })).statusCode).toBe(

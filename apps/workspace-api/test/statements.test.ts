@@ -1,6 +1,7 @@
-import { statementMeter, type StatementMeter } from '@platform/db/testing';
+import { costOfRequests, withStatementMeter } from '@platform/db/testing';
+import { openForTheseTests } from '@platform/testing';
 import { sql } from 'kysely';
-import { buildTestApp, type TestApp } from './support/app';
+import { buildTestApp } from './support/app';
 
 /**
  * get_users (a page of 100 users with their groups and the total, authenticated by an API key in the
@@ -12,45 +13,34 @@ import { buildTestApp, type TestApp } from './support/app';
  */
 describe('get_users: statements and writes', () => {
   const REQUESTS = 200;
-  let t: TestApp;
-  let meter: StatementMeter;
+  const metered = openForTheseTests(() => buildTestApp().then(withStatementMeter), 60_000);
 
   beforeAll(async () => {
-    t = await buildTestApp();
-    meter = await statementMeter(t.config.database.url!, t.database.schema);
-    const users = await t.database.db
+    const { db } = metered().database;
+    const users = await db
       .insertInto('users')
       .values(Array.from({ length: 150 }, (_, i) => ({ username: `user${i}` })))
       .returning('id')
       .execute();
-    const [group] = await t.database.db
+    const [group] = await db
       .insertInto('groups')
       .values({ name: 'Readers', priority: 10 })
       .returning('id')
       .execute();
-    await t.database.db
+    await db
       .insertInto('user_groups')
       .values(users.map((u) => ({ user_id: u.id, group_id: group.id })))
       .execute();
-    await sql`analyze`.execute(t.database.db);
+    await sql`analyze`.execute(db);
   }, 60_000);
 
-  afterAll(async () => {
-    await meter?.stop();
-    await t?.close();
-  });
-
   test(`${REQUESTS} pages of get_users: at most 2 statements each, no row written`, async () => {
-    const writtenBefore = await meter.rowsWritten();
-    // The seed's 150 users and their memberships are seen: the reading counts writes.
-    expect(writtenBefore).toBeGreaterThanOrEqual(300);
-
-    meter.reset();
-    for (let i = 0; i < REQUESTS; i += 1) {
-      const response = await t.app.inject({
+    const { app, admin, meter } = metered();
+    const { writtenBefore, perRequest, written } = await costOfRequests(meter, REQUESTS, async (i) => {
+      const response = await app.inject({
         method: 'POST',
         url: '/api/public/get_users',
-        headers: { 'api-key': t.admin.api_key, 'api-key-secret': t.admin.api_key_secret },
+        headers: { 'api-key': admin.api_key, 'api-key-secret': admin.api_key_secret },
         payload: { page: 1 + (i % 2), page_size: 100 },
       });
       expect(response.statusCode).toBe(200);
@@ -60,9 +50,9 @@ describe('get_users: statements and writes', () => {
       expect(body.users[0].groups).toEqual([
         { name: 'Readers', group_id: expect.stringMatching(/^[0-9a-f]{32}$/) },
       ]);
-    }
-    const perRequest = meter.statements / REQUESTS;
-    const written = (await meter.rowsWritten()) - writtenBefore;
+    });
+    // The seed's 150 users and their memberships are seen: the reading counts writes.
+    expect(writtenBefore).toBeGreaterThanOrEqual(300);
 
     expect({ perRequest, written }).toEqual({ perRequest: expect.any(Number), written: 0 });
     expect(perRequest).toBeLessThanOrEqual(2);

@@ -80,4 +80,5 @@ export async function cuttableDatabase(
   };
 }
 export * from './statements';
+export * from './metered-app';
 export * from './wire-exact';
