@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
 import { migrations } from '../src/db/migrations';
 import { fakeUsers, isValidUsername } from '../src/seed/users';
+import { withFreshDatabase } from './support/database';
 
 const run = promisify(execFile);
 const APP_DIR = resolve(__dirname, '..');
@@ -249,33 +250,31 @@ describe('social-api command line', () => {
 
 describe('fake users with taken names', () => {
   test('candidates someone already has are skipped and topped up with numbered names: exactly N are added', async () => {
-    const fresh = testDatabase('social');
-    const database = await openDatabase<SocialDatabase>(fresh.config);
-    try {
-      await migrateToLatest(database.db, database.schema, migrations);
-      const quiet = () => ({ advance: () => undefined, stop: () => undefined });
-      faker.seed(20261122);
-      expect(await fakeUsers(database.db, 30, { progressBar: quiet })).toBe(30);
-      // Same seed: the first 30 candidates are exactly the names and emails now taken.
-      faker.seed(20261122);
-      expect(await fakeUsers(database.db, 30, { progressBar: quiet })).toBe(30);
-      const rows = await database.db
-        .selectFrom('users')
-        .select(['id', 'username', 'email'])
-        .orderBy('id')
-        .execute();
-      expect(rows).toHaveLength(60);
-      const second = rows.slice(30);
-      expect(new Set(rows.map((u) => u.username)).size).toBe(60);
-      expect(new Set(rows.map((u) => u.email.toLowerCase())).size).toBe(60);
-      // Every one of them went through a top-up round: they all end with a number.
-      expect(
-        second.every((u) => /\d$/.test(u.username) && isValidUsername(u.username) && EMAIL.test(u.email)),
-      ).toBe(true);
-    } finally {
-      faker.seed();
-      await database.close();
-      await fresh.cleanup();
-    }
+    await withFreshDatabase(async (database) => {
+      try {
+        await migrateToLatest(database.db, database.schema, migrations);
+        const quiet = () => ({ advance: () => undefined, stop: () => undefined });
+        faker.seed(20261122);
+        expect(await fakeUsers(database.db, 30, { progressBar: quiet })).toBe(30);
+        // Same seed: the first 30 candidates are exactly the names and emails now taken.
+        faker.seed(20261122);
+        expect(await fakeUsers(database.db, 30, { progressBar: quiet })).toBe(30);
+        const rows = await database.db
+          .selectFrom('users')
+          .select(['id', 'username', 'email'])
+          .orderBy('id')
+          .execute();
+        expect(rows).toHaveLength(60);
+        const second = rows.slice(30);
+        expect(new Set(rows.map((u) => u.username)).size).toBe(60);
+        expect(new Set(rows.map((u) => u.email.toLowerCase())).size).toBe(60);
+        // Every one of them went through a top-up round: they all end with a number.
+        expect(
+          second.every((u) => /\d$/.test(u.username) && isValidUsername(u.username) && EMAIL.test(u.email)),
+        ).toBe(true);
+      } finally {
+        faker.seed();
+      }
+    });
   }, 60_000);
 });

@@ -5,7 +5,7 @@ import { testDatabase } from '@platform/db/testing';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
-import { basic } from './support/app';
+import { registerThrough } from './support/app';
 
 /**
  * What a page costs the database. The feed is one statement whatever the number of people
@@ -37,22 +37,6 @@ describe('feed and listing cost', () => {
   const viewers: Record<'none' | 'one' | 'many', { id: number; token: string }> = {} as never;
   let fanIds: number[];
   let prolificId: number;
-
-  async function viewer(username: string) {
-    const created = await app.inject({
-      method: 'POST',
-      url: '/api/users',
-      payload: { username, email: `${username}@example.com`, password: 'password' },
-    });
-    expect(created.statusCode).toBe(201);
-    const login = await app.inject({
-      method: 'POST',
-      url: '/api/tokens',
-      headers: { authorization: basic(username, 'password') },
-    });
-    expect(login.statusCode).toBe(200);
-    return { id: created.json().id as number, token: login.json().access_token as string };
-  }
 
   /** The statements one request runs, and its response. */
   async function measure(token: string, url: string) {
@@ -134,9 +118,9 @@ describe('feed and listing cost', () => {
       select ${prolificId}, 'prolific ' || g, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 hour' from generate_series(1, ${PROLIFIC_POSTS}) g
     `.execute(db);
 
-    viewers.none = await viewer('nobody');
-    viewers.one = await viewer('single');
-    viewers.many = await viewer('popular');
+    viewers.none = await registerThrough(app, 'nobody');
+    viewers.one = await registerThrough(app, 'single');
+    viewers.many = await registerThrough(app, 'popular');
     await db
       .insertInto('followers')
       .values({ follower_id: viewers.one.id, followed_id: fanIds[100] })

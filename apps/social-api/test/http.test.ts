@@ -28,8 +28,7 @@ let bob: TestUser;
 
 beforeAll(async () => {
   s = await startTestServer();
-  alice = await s.register({ username: 'alice' });
-  bob = await s.register({ username: 'bob' });
+  [alice, bob] = await s.registerEach('alice', 'bob');
 }, 60_000);
 afterAll(() => s?.close());
 

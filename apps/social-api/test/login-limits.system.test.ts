@@ -5,69 +5,17 @@
  * (the platform rate-limit store's) closes with the app. Needs the machine's Redis (TEST_REDIS_URL,
  * else 127.0.0.1:6379): a system test. Client addresses through inject's remoteAddress.
  */
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { basic, buildTestApp, type TestApp } from './support/app';
+import { deleteTestRedisKeys, testRedisKeyPrefix, testRedisKeys, testRedisUrl } from '@platform/testing';
+import { buildTestApp, type TestApp } from './support/app';
+import { ATTACKER, expectTooMany, loginFrom, loginLimits, OWNER, type Answer } from './support/login-limits';
 
-const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
-
-const ATTACKER = '198.51.100.7';
-const OWNER = '203.0.113.20';
-
-/** Limits high enough for the set-up, low where a test looks. */
-const limits = (overrides: Record<string, string>) => ({
-  LOGIN_FAILURES_PER_ADDRESS: '1000',
-  LOGIN_FAILURES_PER_ACCOUNT: '1000',
-  LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE: '1000',
-  ...overrides,
-});
-
-const loginFrom = (t: TestApp, address: string, name: string, password: string) =>
-  t.app.inject({
-    method: 'POST',
-    url: '/api/tokens',
-    remoteAddress: address,
-    headers: { authorization: basic(name, password) },
-  });
-
-type Answer = { statusCode: number; headers: Record<string, unknown>; json(): any };
-
-/** A throttled login in the service's format, with Retry-After: its seconds. */
-function expectTooMany(res: Answer): number {
-  expect(res.statusCode).toBe(429);
-  expect(res.json()).toMatchObject({
-    code: 429,
-    message: 'Too Many Requests',
-    errors: { json: { password: [expect.stringMatching(/^Too many failed logins: try again in /)] } },
-  });
-  const retryAfter = Number(res.headers['retry-after']);
-  expect(retryAfter).toBeGreaterThanOrEqual(1);
-  return retryAfter;
-}
-
-async function withRedis<T>(use: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = new Redis(REDIS);
-  try {
-    return await use(redis);
-  } finally {
-    redis.disconnect();
-  }
-}
-
-/** The keys matching `pattern` (SCAN, so a shared Redis is never blocked). */
-function keysMatching(pattern: string): Promise<string[]> {
-  return withRedis(async (redis) => {
-    const keys: string[] = [];
-    for await (const batch of redis.scanStream({ match: pattern, count: 500 }))
-      keys.push(...(batch as string[]));
-    return keys;
-  });
-}
+/** A throttled login: the service's 429 on `password`, saying failed logins; its Retry-After seconds. */
+const expectLoginRefused = (res: Answer) => expectTooMany(res, 'password', 'failed logins');
 
 describe('failed-login limits of two replicas sharing one Redis', () => {
   // A key prefix of this run (ioredis reads `keyPrefix` from the URL), and one per test below it:
   // parallel runs and the tests of this file never share a counter; the clean-up deletes this run's keys.
-  const runPrefix = `social-login-limits-test-${randomBytes(5).toString('hex')}:`;
+  const runPrefix = testRedisKeyPrefix('social-login-limits-test');
   let tests = 0;
   let replicas: TestApp[] = [];
   let prefix = '';
@@ -76,7 +24,7 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
   async function twoReplicas(env: Record<string, string>): Promise<[TestApp, TestApp]> {
     tests += 1;
     prefix = `${runPrefix}${tests}:`;
-    const shared = { ...env, REDIS_URL: `${REDIS}?keyPrefix=${prefix}` };
+    const shared = { ...env, REDIS_URL: testRedisUrl(prefix) };
     const first = await buildTestApp(shared);
     replicas = [first];
     const second = await buildTestApp(shared, { over: first });
@@ -88,42 +36,41 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
     // The one over the other's database first.
     for (const replica of replicas.splice(0)) await replica.close();
   });
-  afterAll(async () => {
-    const keys = await keysMatching(`${runPrefix}*`);
-    if (keys.length) await withRedis((redis) => redis.del(...keys));
-  });
+  afterAll(() => deleteTestRedisKeys(`${runPrefix}*`));
 
   test('10 failures per account from one address, 5 on each replica: the 11th is a 429 with Retry-After on either', async () => {
-    const [a, b] = await twoReplicas(limits({ LOGIN_FAILURES_PER_ACCOUNT: '10' }));
+    const [a, b] = await twoReplicas(loginLimits({ LOGIN_FAILURES_PER_ACCOUNT: '10' }));
     const alice = await a.register({ username: 'alice', password: 'alice-pw' });
     for (let i = 0; i < 10; i += 1)
       expect((await loginFrom(i % 2 ? b : a, ATTACKER, 'alice', `guess${i}`)).statusCode).toBe(401);
-    const wait = expectTooMany(await loginFrom(a, ATTACKER, 'alice', 'guess10'));
-    expect(expectTooMany(await loginFrom(b, ATTACKER, 'alice', alice.password))).toBeLessThanOrEqual(wait);
+    const wait = expectLoginRefused(await loginFrom(a, ATTACKER, 'alice', 'guess10'));
+    expect(expectLoginRefused(await loginFrom(b, ATTACKER, 'alice', alice.password))).toBeLessThanOrEqual(
+      wait,
+    );
     // The owner, from their own address, logs in through either replica.
     expect((await loginFrom(a, OWNER, 'alice', alice.password)).statusCode).toBe(200);
     expect((await loginFrom(b, OWNER, 'alice', alice.password)).statusCode).toBe(200);
 
     // The counters are this test's keys in Redis: the URL's prefix, then the login limits' names.
-    const keys = await keysMatching(`${prefix}*`);
+    const keys = await testRedisKeys(`${prefix}*`);
     expect(keys.some((key) => key.startsWith(`${prefix}social-limits:login-account`))).toBe(true);
   });
 
   test('failures per address over several accounts, alternating replicas: the limit holds as one', async () => {
-    const [a, b] = await twoReplicas(limits({ LOGIN_FAILURES_PER_ADDRESS: '6' }));
+    const [a, b] = await twoReplicas(loginLimits({ LOGIN_FAILURES_PER_ADDRESS: '6' }));
     await a.register({ username: 'alice', password: 'alice-pw' });
     const bob = await b.register({ username: 'bob', password: 'bob-pw' });
     for (let i = 0; i < 6; i += 1) {
       const name = ['alice', 'bob', 'nobody'][i % 3];
       expect((await loginFrom(i % 2 ? b : a, ATTACKER, name, `guess${i}`)).statusCode).toBe(401);
     }
-    expectTooMany(await loginFrom(b, ATTACKER, 'alice', 'guess6'));
-    expectTooMany(await loginFrom(a, ATTACKER, 'bob', bob.password));
+    expectLoginRefused(await loginFrom(b, ATTACKER, 'alice', 'guess6'));
+    expectLoginRefused(await loginFrom(a, ATTACKER, 'bob', bob.password));
     expect((await loginFrom(b, OWNER, 'bob', bob.password)).statusCode).toBe(200);
   });
 
   test('20 concurrent guesses split over both replicas: only the limit of 10 is checked, the rest are 429', async () => {
-    const [a, b] = await twoReplicas(limits({ LOGIN_FAILURES_PER_ACCOUNT: '10' }));
+    const [a, b] = await twoReplicas(loginLimits({ LOGIN_FAILURES_PER_ACCOUNT: '10' }));
     await a.register({ username: 'alice', password: 'alice-pw' });
     const checks = [jest.spyOn(a.app.passwords, 'check'), jest.spyOn(b.app.passwords, 'check')];
     const answers = await Promise.all(
@@ -133,12 +80,12 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
     expect(statuses.filter((s) => s === 401)).toHaveLength(10);
     expect(statuses.filter((s) => s === 429)).toHaveLength(10);
     expect(checks[0].mock.calls.length + checks[1].mock.calls.length).toBe(10);
-    for (const refused of answers.filter((r) => r.statusCode === 429)) expectTooMany(refused);
+    for (const refused of answers.filter((r) => r.statusCode === 429)) expectLoginRefused(refused);
     for (const check of checks) check.mockRestore();
   });
 
   test('the per-account delay across addresses is shared: an address that failed on one replica waits on the other', async () => {
-    const [a, b] = await twoReplicas(limits({ LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE: '4' }));
+    const [a, b] = await twoReplicas(loginLimits({ LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE: '4' }));
     const alice = await a.register({ username: 'alice', password: 'alice-pw' });
     const guessers = Array.from({ length: 8 }, (_, i) => `198.51.100.${i + 1}`);
     // One failure from each address, alternating replicas: each replica sees only half of them.
@@ -149,7 +96,7 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
     const waits = [];
     for (const [i, address] of guessers.entries()) {
       if (i < 6) continue;
-      waits.push(expectTooMany(await loginFrom(i % 2 ? a : b, address, 'alice', `again-${address}`)));
+      waits.push(expectLoginRefused(await loginFrom(i % 2 ? a : b, address, 'alice', `again-${address}`)));
     }
     expect(waits[0]).toBeGreaterThan(1);
     expect(waits[0]).toBeLessThanOrEqual(4);
@@ -161,7 +108,7 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
   });
 
   test('a success on one replica refunds its attempt on both', async () => {
-    const [a, b] = await twoReplicas(limits({ LOGIN_FAILURES_PER_ACCOUNT: '4' }));
+    const [a, b] = await twoReplicas(loginLimits({ LOGIN_FAILURES_PER_ACCOUNT: '4' }));
     const alice = await a.register({ username: 'alice', password: 'alice-pw' });
     for (let i = 0; i < 3; i += 1)
       expect((await loginFrom(i % 2 ? b : a, OWNER, 'alice', `typo${i}`)).statusCode).toBe(401);
@@ -169,18 +116,22 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
     for (const replica of [b, a, b, a])
       expect((await loginFrom(replica, OWNER, 'alice', alice.password)).statusCode).toBe(200);
     expect((await loginFrom(a, OWNER, 'alice', 'typo3')).statusCode).toBe(401);
-    expectTooMany(await loginFrom(b, OWNER, 'alice', 'typo4'));
+    expectLoginRefused(await loginFrom(b, OWNER, 'alice', 'typo4'));
   });
 
   test('a success ends the lockouts in a row on both replicas: the next lockout lasts one window again', async () => {
     const [a, b] = await twoReplicas(
-      limits({ LOGIN_FAILURES_PER_ACCOUNT: '2', LOGIN_WINDOW_SECONDS: '2', LOGIN_MAX_WAIT_SECONDS: '3600' }),
+      loginLimits({
+        LOGIN_FAILURES_PER_ACCOUNT: '2',
+        LOGIN_WINDOW_SECONDS: '2',
+        LOGIN_MAX_WAIT_SECONDS: '3600',
+      }),
     );
     const alice = await a.register({ username: 'alice', password: 'alice-pw' });
     const lockOut = async () => {
       expect((await loginFrom(a, OWNER, 'alice', 'typo')).statusCode).toBe(401);
       expect((await loginFrom(b, OWNER, 'alice', 'typo')).statusCode).toBe(401);
-      return expectTooMany(await loginFrom(a, OWNER, 'alice', 'typo'));
+      return expectLoginRefused(await loginFrom(a, OWNER, 'alice', 'typo'));
     };
     const waitOut = async (seconds: number) => {
       await new Promise((resolve) => setTimeout(resolve, seconds * 1000 + 100));
@@ -193,7 +144,7 @@ describe('failed-login limits of two replicas sharing one Redis', () => {
   });
 
   test("the Redis connection is the platform store's, one per instance, and it closes with the app", async () => {
-    const [a, b] = await twoReplicas(limits({}));
+    const [a, b] = await twoReplicas(loginLimits({}));
     const connections = [a.app.rateLimitRedis, b.app.rateLimitRedis];
     expect(connections.map((redis) => redis?.status)).toEqual(['ready', 'ready']);
     await a.register({ username: 'alice', password: 'alice-pw' });

@@ -5,18 +5,8 @@
  * login-limits.system.test.ts). Needs no Redis: the URL names a closed port.
  */
 import { freePort } from '@platform/db/testing';
-import { basic, buildTestApp, type TestApp } from './support/app';
-
-const ATTACKER = '198.51.100.7';
-const OWNER = '203.0.113.20';
-
-const loginFrom = (t: TestApp, address: string, name: string, password: string) =>
-  t.app.inject({
-    method: 'POST',
-    url: '/api/tokens',
-    remoteAddress: address,
-    headers: { authorization: basic(name, password) },
-  });
+import { buildTestApp, type TestApp } from './support/app';
+import { ATTACKER, failLogins, loginFrom, loginLimits, OWNER } from './support/login-limits';
 
 describe('login limits while Redis is unreachable', () => {
   let t: TestApp | undefined;
@@ -28,20 +18,16 @@ describe('login limits while Redis is unreachable', () => {
   test('start-up goes on, logins work (never a 500), and the failed-login limit still holds in the process', async () => {
     const closed = await freePort();
     const started = Date.now();
-    t = await buildTestApp({
-      REDIS_URL: `redis://127.0.0.1:${closed}/0`,
-      LOGIN_FAILURES_PER_ADDRESS: '1000',
-      LOGIN_FAILURES_PER_ACCOUNT: '10',
-      LOGIN_FAILURES_PER_ACCOUNT_ANYWHERE: '1000',
-    });
+    t = await buildTestApp(
+      loginLimits({ REDIS_URL: `redis://127.0.0.1:${closed}/0`, LOGIN_FAILURES_PER_ACCOUNT: '10' }),
+    );
     // The platform store waits at most its connect timeout (5 s) for Redis, then starts anyway.
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(t.app.rateLimitRedis?.status).not.toBe('ready');
 
     const alice = await t.register({ username: 'alice', password: 'alice-pw' });
     expect((await loginFrom(t, OWNER, 'alice', alice.password)).statusCode).toBe(200);
-    for (let i = 0; i < 10; i += 1)
-      expect((await loginFrom(t, ATTACKER, 'alice', `guess${i}`)).statusCode).toBe(401);
+    await failLogins(t, ATTACKER, 'alice', 10);
     const refused = await loginFrom(t, ATTACKER, 'alice', 'guess10');
     expect(refused.statusCode).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);

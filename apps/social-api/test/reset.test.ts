@@ -4,12 +4,13 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SMTPServer } from 'smtp-server';
 import { randomBytes } from 'node:crypto';
-import { migrateToLatest, openDatabase } from '@platform/db';
+import { migrateToLatest } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
+import { openForTheseTests } from '@platform/testing';
 import { migrations } from '../src/db/migrations';
-import type { SocialDatabase } from '../src/db/schema';
 import { createJwt, digest, resetFingerprint } from '../src/tokens/jwt';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
+import { withFreshDatabase } from './support/database';
 
 /**
  * The password reset flow end to end: the app talks SMTP to a real (in-test) mail server, the
@@ -117,6 +118,18 @@ const tokenFromLink = (text: string): string => {
 };
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * A reset refused for its link (invalid, expired or already used): a validation 400 whose only
+ * error is on `errors.json.token` (#21: so react-microblog shows its own message instead of throwing).
+ */
+function expectRefusedLink(res: { statusCode: number; json(): any }) {
+  expect(res.statusCode).toBe(400);
+  expect(res.json()).toMatchObject({ code: 400, message: 'Validation Error' });
+  expect(res.json().errors).toEqual({
+    json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
+  });
+}
 
 describe('password reset by email (SMTP)', () => {
   let smtp: SMTPServer;
@@ -265,16 +278,7 @@ describe('password reset by email (SMTP)', () => {
     expect((await t.login(user.username, 'old-secret')).statusCode).toBe(401);
     expect((await t.login(user.username, 'new-secret')).statusCode).toBe(200);
 
-    const again = await reset(token, 'third-secret');
-    expect(again.statusCode).toBe(400);
-    // #21: a validation error on `token`, so react-microblog shows its own message instead of throwing.
-    expect(again.json()).toMatchObject({
-      code: 400,
-      message: 'Validation Error',
-      errors: {
-        json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
-      },
-    });
+    expectRefusedLink(await reset(token, 'third-secret'));
     expect((await t.login(user.username, 'new-secret')).statusCode).toBe(200);
     expect((await t.login(user.username, 'third-secret')).statusCode).toBe(401);
   });
@@ -293,15 +297,7 @@ describe('password reset by email (SMTP)', () => {
 
   test('a garbage token, or one signed with another SECRET_KEY: 400 on errors.json.token, nothing changes', async () => {
     const user = await newUser({ password: 'keep-me' });
-    const garbage = await reset('this-is-not-a-token', 'changed');
-    expect(garbage.statusCode).toBe(400);
-    expect(garbage.json()).toMatchObject({
-      code: 400,
-      message: 'Validation Error',
-      errors: {
-        json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
-      },
-    });
+    expectRefusedLink(await reset('this-is-not-a-token', 'changed'));
 
     // Everything right (email, fingerprint of the current password, expiry) except the key.
     const row = await t.storedUser(user.id);
@@ -310,11 +306,7 @@ describe('password reset by email (SMTP)', () => {
       resetFingerprint(row),
       new Date(t.clock.now().getTime() + RESET_MS),
     );
-    const foreign = await reset(forged, 'changed');
-    expect(foreign.statusCode).toBe(400);
-    expect(foreign.json().errors).toEqual({
-      json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
-    });
+    expectRefusedLink(await reset(forged, 'changed'));
 
     // The same token made with the app's own key would have worked: the key is what failed.
     const genuine = createJwt(t.app.secretKey.current()).resetToken(
@@ -446,11 +438,7 @@ describe('password reset by email (SMTP)', () => {
     expect((await reset(earlyToken, 'in-time')).statusCode).toBe(204);
 
     t.clock.advance(6_000);
-    const expired = await reset(lateToken, 'too-late');
-    expect(expired.statusCode).toBe(400);
-    expect(expired.json().errors).toEqual({
-      json: { token: ['This reset link is invalid, expired or already used. Request a new one.'] },
-    });
+    expectRefusedLink(await reset(lateToken, 'too-late'));
     expect((await t.login(late.username, 'keep-me')).statusCode).toBe(200);
     expect((await t.login(early.username, 'in-time')).statusCode).toBe(200);
   });
@@ -541,32 +529,40 @@ async function startService(mode: 'development' | 'production') {
     await stop();
     throw err;
   }
-  return { base, lines, exited, stop };
+  return { base, lines, exited, close: stop };
+}
+
+/** A request with a JSON body to the service at `base`. */
+const sendJson = (base: string, method: 'POST' | 'PUT', path: string, body: unknown) =>
+  fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+/**
+ * Registers `username` (address `<username>@example.com`, password `old-secret`) through the service
+ * at `base`, expecting 201: their id.
+ */
+async function registerOn(base: string, username: string): Promise<number> {
+  const created = await sendJson(base, 'POST', '/api/users', {
+    username,
+    email: `${username}@example.com`,
+    password: 'old-secret',
+  });
+  expect(created.status).toBe(201);
+  return ((await created.json()) as { id: number }).id;
 }
 
 describe('password reset without MAIL_SERVER (the real service, mails to the log)', () => {
-  let service: Awaited<ReturnType<typeof startService>> | undefined;
-
-  afterAll(async () => {
-    await service?.stop();
-  });
+  const service = openForTheseTests(() => startService('development'), 90_000);
 
   test('the reset mail (with a working link) is written to the log as JSON', async () => {
-    service = await startService('development');
-    const { base, lines, exited } = service;
+    const { base, lines, exited } = service();
 
-    const created = await fetch(`${base}/api/users`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'logged', email: 'logged@example.com', password: 'old-secret' }),
-    });
-    expect(created.status).toBe(201);
+    await registerOn(base, 'logged');
 
-    const response = await fetch(`${base}/api/tokens/reset`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'Logged@Example.com' }),
-    });
+    const response = await sendJson(base, 'POST', '/api/tokens/reset', { email: 'Logged@Example.com' });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe('');
 
@@ -582,11 +578,7 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
     const token = tokenFromLink(mail.text);
     expect(token).toMatch(JWT_SHAPE);
 
-    const done = await fetch(`${base}/api/tokens/reset`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ token, new_password: 'from-the-log' }),
-    });
+    const done = await sendJson(base, 'PUT', '/api/tokens/reset', { token, new_password: 'from-the-log' });
     expect(done.status).toBe(204);
     const login = await fetch(`${base}/api/tokens`, {
       method: 'POST',
@@ -596,20 +588,10 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
 
     // An unknown address logs no mail.
     const before = lines.filter((l) => l.mail !== undefined).length;
-    expect(
-      (
-        await fetch(`${base}/api/tokens/reset`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: 'ghost@example.com' }),
-        })
-      ).status,
-    ).toBe(204);
-    const later = await fetch(`${base}/api/tokens/reset`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'logged@example.com' }),
-    });
+    expect((await sendJson(base, 'POST', '/api/tokens/reset', { email: 'ghost@example.com' })).status).toBe(
+      204,
+    );
+    const later = await sendJson(base, 'POST', '/api/tokens/reset', { email: 'logged@example.com' });
     expect(later.status).toBe(204);
     await waitFor('the second logged mail', () =>
       lines.filter((l) => l.mail !== undefined).length > before ? true : undefined,
@@ -621,28 +603,13 @@ describe('password reset without MAIL_SERVER (the real service, mails to the log
 });
 
 describe('password reset without MAIL_SERVER in production (the real service)', () => {
-  let service: Awaited<ReturnType<typeof startService>> | undefined;
-
-  afterAll(async () => {
-    await service?.stop();
-  });
+  const service = openForTheseTests(() => startService('production'), 90_000);
 
   test('neither the link nor the token is logged: a warning names the user id only', async () => {
-    service = await startService('production');
-    const { base, lines, exited } = service;
-    const created = await fetch(`${base}/api/users`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: 'prod', email: 'prod@example.com', password: 'old-secret' }),
-    });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: number };
+    const { base, lines, exited } = service();
+    const id = await registerOn(base, 'prod');
 
-    const response = await fetch(`${base}/api/tokens/reset`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'prod@example.com' }),
-    });
+    const response = await sendJson(base, 'POST', '/api/tokens/reset', { email: 'prod@example.com' });
     expect(response.status).toBe(204);
 
     const warning = await waitFor('the warning', () =>
@@ -662,9 +629,7 @@ describe('password reset without MAIL_SERVER in production (the real service)', 
 
 describe('the reset-secret migration on existing users', () => {
   test('every existing user gets a random secret of their own, and no address counts as proven', async () => {
-    const fresh = testDatabase('social');
-    const database = await openDatabase<SocialDatabase>(fresh.config);
-    try {
+    await withFreshDatabase(async (database) => {
       const names = Object.keys(migrations);
       const mine = names.indexOf('2026-11-28T1200_user_reset_secret_email_verified');
       expect(mine).toBeGreaterThan(0);
@@ -688,9 +653,6 @@ describe('the reset-secret migration on existing users', () => {
         expect(row.email_verified).toBe(false);
       }
       expect(new Set(rows.map((r) => r.reset_secret)).size).toBe(20);
-    } finally {
-      await database.close();
-      await fresh.cleanup();
-    }
+    });
   });
 });

@@ -7,21 +7,16 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { KNOWN_SECRETS, productionSecretProblem } from '@platform/http-kit';
-import { createSecretsRepository, migrateToLatest, openDatabase } from '@platform/db';
-import {
-  cuttableDatabase,
-  testDatabase,
-  type CuttableDatabase,
-  type TestDatabase,
-} from '@platform/db/testing';
+import { createSecretsRepository, migrateToLatest } from '@platform/db';
+import { cuttableDatabase, type CuttableDatabase } from '@platform/db/testing';
 import { waitUntilReady } from '@platform/testing';
 import { randomBytes } from 'node:crypto';
 import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { migrations } from '../src/db/migrations';
-import type { SocialDatabase } from '../src/db/schema';
 import { createJwt } from '../src/tokens/jwt';
-import { basic, buildTestApp, type TestApp } from './support/app';
+import { basic, buildTestApp, registerThrough, type TestApp } from './support/app';
+import { withFreshDatabase } from './support/database';
 
 const QUIET = {
   LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -100,23 +95,6 @@ describe('SECRET_KEY unset: the key the migrations made', () => {
   });
 });
 
-/** Registers and logs in through `app`; the access token. */
-async function registerAndLogin(app: FastifyInstance, username: string): Promise<string> {
-  const created = await app.inject({
-    method: 'POST',
-    url: '/api/users',
-    payload: { username, email: `${username}@example.com`, password: 'cat' },
-  });
-  expect(created.statusCode).toBe(201);
-  const login = await app.inject({
-    method: 'POST',
-    url: '/api/tokens',
-    headers: { authorization: basic(username, 'cat') },
-  });
-  expect(login.statusCode).toBe(200);
-  return login.json().access_token;
-}
-
 describe('the key when the database cannot give it at start', () => {
   let app: FastifyInstance | undefined;
 
@@ -140,7 +118,7 @@ describe('the key when the database cannot give it at start', () => {
 
       outage.proxy.restore();
       expect(await waitUntilReady(app)).toBe(true);
-      const token = await registerAndLogin(app, 'susan');
+      const { token } = await registerThrough(app, 'susan', 'cat');
       expect((await meWith(app, token)).statusCode).toBe(200);
       const stored = app.secretKey.current();
       expect(stored).toMatch(/^[0-9a-f]{64}$/);
@@ -153,27 +131,25 @@ describe('the key when the database cannot give it at start', () => {
   });
 
   test('MIGRATE_ON_START=false before the migrations ran: 503 until another process migrates, then the key they made', async () => {
-    const fresh: TestDatabase = testDatabase('social');
-    const migrator = await openDatabase<SocialDatabase>(fresh.config);
-    try {
-      const config = loadConfig({ ...QUIET, MIGRATE_ON_START: 'false' });
-      config.database = fresh.config;
-      app = await buildApp(config);
-      await app.ready();
-      const early = await app.inject({ method: 'POST', url: '/api/users', payload: { username: 'john' } });
-      expect(early.statusCode).toBe(503);
+    await withFreshDatabase(async (migrator, databaseConfig) => {
+      try {
+        const config = loadConfig({ ...QUIET, MIGRATE_ON_START: 'false' });
+        config.database = databaseConfig;
+        app = await buildApp(config);
+        await app.ready();
+        const early = await app.inject({ method: 'POST', url: '/api/users', payload: { username: 'john' } });
+        expect(early.statusCode).toBe(503);
 
-      await migrateToLatest(migrator.db, migrator.schema, migrations);
-      expect(await waitUntilReady(app)).toBe(true);
-      const token = await registerAndLogin(app, 'john');
-      const stored = await createSecretsRepository(migrator.db).read('secret_key');
-      expect(app.secretKey.current()).toBe(stored);
-      expect(createJwt(stored).accessToken(tokenIdOf(token))).toBe(token);
-    } finally {
-      await app?.close();
-      app = undefined;
-      await migrator.close();
-      await fresh.cleanup();
-    }
+        await migrateToLatest(migrator.db, migrator.schema, migrations);
+        expect(await waitUntilReady(app)).toBe(true);
+        const { token } = await registerThrough(app, 'john', 'cat');
+        const stored = await createSecretsRepository(migrator.db).read('secret_key');
+        expect(app.secretKey.current()).toBe(stored);
+        expect(createJwt(stored).accessToken(tokenIdOf(token))).toBe(token);
+      } finally {
+        await app?.close();
+        app = undefined;
+      }
+    });
   });
 });

@@ -86,6 +86,13 @@ function submit(s: Submission): Promise<{ status: number; shown: string }> {
 
 const tryAgain = /^Too many .+: try again in \d+ (second|minute|hour)s?\.$/;
 
+/** Submits `s`: the page gets `status` and shows `shown` (this message, or one this pattern matches). */
+async function expectShown(s: Submission, status: number, shown: string | RegExp) {
+  const answer = await submit(s);
+  expect(answer.status).toBe(status);
+  expect(answer.shown).toEqual(typeof shown === 'string' ? shown : expect.stringMatching(shown));
+}
+
 test('registration over its limit shows when to try again', async () => {
   const form = (username: string): Submission => ({
     method: 'POST',
@@ -95,9 +102,7 @@ test('registration over its limit shows when to try again', async () => {
   });
   // Two of this address's three registrations were the set-up's.
   expect((await submit(form('first'))).status).toBe(201);
-  const refused = await submit(form('second'));
-  expect(refused.status).toBe(429);
-  expect(refused.shown).toMatch(tryAgain);
+  await expectShown(form('second'), 429, tryAgain);
 });
 
 test('a reset request over its limit shows when to try again', async () => {
@@ -108,9 +113,7 @@ test('a reset request over its limit shows when to try again', async () => {
     fields: ['email'],
   };
   expect((await submit(form)).status).toBe(204);
-  const refused = await submit(form);
-  expect(refused.status).toBe(429);
-  expect(refused.shown).toMatch(tryAgain);
+  await expectShown(form, 429, tryAgain);
 });
 
 test('a login over its limit shows when to try again', async () => {
@@ -121,12 +124,8 @@ test('a login over its limit shows when to try again', async () => {
     fields: ['username', 'password'],
     loginPage: true,
   });
-  const wrong = await submit(login('wrong'));
-  expect(wrong.status).toBe(401);
-  expect(wrong.shown).toBe('Invalid username or password');
-  const refused = await submit(login(user.password));
-  expect(refused.status).toBe(429);
-  expect(refused.shown).toMatch(tryAgain);
+  await expectShown(login('wrong'), 401, 'Invalid username or password');
+  await expectShown(login(user.password), 429, tryAgain);
 });
 
 test('a password change over the login limit shows when to try again', async () => {
@@ -139,22 +138,17 @@ test('a password change over the login limit shows when to try again', async () 
     body: { old_password: old, password: 'new-password' },
     fields: ['old_password', 'password'],
   });
-  const wrong = await submit(change('wrong'));
-  expect(wrong.status).toBe(400);
-  expect(wrong.shown).toBe('Password is incorrect');
-  const refused = await submit(change(other.password));
-  expect(refused.status).toBe(429);
-  expect(refused.shown).toMatch(tryAgain);
+  await expectShown(change('wrong'), 400, 'Password is incorrect');
+  await expectShown(change(other.password), 429, tryAgain);
 });
 
 test('a spent reset link shows the reset page own message instead of throwing', async () => {
-  const spent = await submit({
+  const spent: Submission = {
     method: 'PUT',
     path: '/tokens/reset',
     body: { token: 'a-link-already-used-or-expired', new_password: 'new-password' },
     fields: ['new_password'],
     resetPage: true,
-  });
-  expect(spent.status).toBe(400);
-  expect(spent.shown).toBe('Password could not be reset. Request a new link.');
+  };
+  await expectShown(spent, 400, 'Password could not be reset. Request a new link.');
 });

@@ -28,6 +28,9 @@ const fresh = (overrides: Record<string, unknown> = {}) => {
 
 const register = (payload: unknown, headers: Record<string, string> = {}) =>
   t.app.inject({ method: 'POST', url: '/api/users', payload: payload as never, headers });
+/** A registration that must pass (201): the set-up of a test about the ones after it. */
+const registered = async (payload: Record<string, unknown>) =>
+  expect((await register(payload)).statusCode).toBe(201);
 const get = (token: string | null, url: string) => t.as(token, { method: 'GET', url });
 const putMe = (token: string, payload: unknown) =>
   t.as(token, { method: 'PUT', url: '/api/me', payload: payload as never });
@@ -155,7 +158,7 @@ describe('POST /api/users (registration)', () => {
   });
 
   test('about_me of exactly 140 characters, or null, is accepted', async () => {
-    expect((await register(fresh({ about_me: 'x'.repeat(140) }))).statusCode).toBe(201);
+    await registered(fresh({ about_me: 'x'.repeat(140) }));
     const res = await register(fresh({ about_me: null }));
     expect(res.statusCode).toBe(201);
     expect(res.json().about_me).toBeNull();
@@ -199,18 +202,14 @@ describe('POST /api/users (registration)', () => {
   });
 
   test('duplicate username → "Use a different username."', async () => {
-    expect(
-      (await register({ username: 'dupname', email: 'dup1@example.com', password: 'dog' })).statusCode,
-    ).toBe(201);
+    await registered({ username: 'dupname', email: 'dup1@example.com', password: 'dog' });
     expectJsonErrors(await register({ username: 'dupname', email: 'dup2@example.com', password: 'dog' }), {
       username: ['Use a different username.'],
     });
   });
 
   test('duplicate email, also in another case → "Use a different email."', async () => {
-    expect(
-      (await register({ username: 'dupmail1', email: 'dupmail@example.com', password: 'dog' })).statusCode,
-    ).toBe(201);
+    await registered({ username: 'dupmail1', email: 'dupmail@example.com', password: 'dog' });
     expectJsonErrors(
       await register({ username: 'dupmail2', email: 'dupmail@example.com', password: 'dog' }),
       { email: ['Use a different email.'] },
@@ -229,9 +228,7 @@ describe('POST /api/users (registration)', () => {
   });
 
   test("the unique checks run beside other fields' errors: every field's error comes back at once", async () => {
-    expect(
-      (await register({ username: 'allatonce', email: 'allatonce@example.com', password: 'dog' })).statusCode,
-    ).toBe(201);
+    await registered({ username: 'allatonce', email: 'allatonce@example.com', password: 'dog' });
     expectJsonErrors(
       await register({ username: '9abc', email: 'allatonce@example.com', password: 'x', extra: true }),
       {
@@ -313,7 +310,7 @@ describe('uniqueness under concurrency (never a 500)', () => {
   });
 
   test('two users renaming themselves to the same name at once → one 200, the other 400', async () => {
-    const [a, b] = [await t.register({ username: 'renamea' }), await t.register({ username: 'renameb' })];
+    const [a, b] = await t.registerEach('renamea', 'renameb');
     const responses = await Promise.all([
       putMe(a.token, { username: 'samename' }),
       putMe(b.token, { username: 'samename' }),
@@ -334,7 +331,7 @@ describe('GET /api/users and /api/users/<id|username>', () => {
 
   beforeAll(async () => {
     viewer = await t.register({ username: 'viewer' });
-    others = [await t.register({ username: 'zed' }), await t.register({ username: 'amy' })];
+    others = await t.registerEach('zed', 'amy');
   });
 
   test('the list is ordered by id in the Paginated envelope, with no password anywhere', async () => {
@@ -680,19 +677,17 @@ describe('follows', () => {
   });
 
   describe('lists', () => {
-    let hub: TestUser;
-    let carol: TestUser;
-    let alice: TestUser;
-    let bob: TestUser;
+    /** The ids of the users below, and the tokens of the two callers, by name. */
+    const ids: Record<string, number> = {};
+    const tokens: Record<string, string> = {};
 
     beforeAll(async () => {
       // Registered out of alphabetical order, so id order and username order differ.
-      hub = await t.register({ username: 'hub' });
-      carol = await t.register({ username: 'list_carol' });
-      alice = await t.register({ username: 'list_alice' });
-      bob = await t.register({ username: 'list_bob' });
+      const [hub, carol, alice, bob] = await t.registerEach('hub', 'list_carol', 'list_alice', 'list_bob');
       for (const u of [carol, alice, bob]) expect((await follow(hub.token, u.id)).statusCode).toBe(204);
       for (const u of [bob, alice]) expect((await follow(u.token, hub.id)).statusCode).toBe(204);
+      Object.assign(ids, { hub: hub.id, carol: carol.id, bob: bob.id });
+      Object.assign(tokens, { hub: hub.token, list_carol: carol.token });
     });
 
     test.each<[string, (ids: Record<string, number>) => string, string, string[]]>([
@@ -714,8 +709,7 @@ describe('follows', () => {
       ['/api/users/<carol>/following', (ids) => `/api/users/${ids.carol}/following`, 'hub', []],
       ['/api/users/<bob>/following', (ids) => `/api/users/${ids.bob}/following`, 'hub', ['hub']],
     ])('%s: ordered by username with the right total', async (_name, url, caller, expected) => {
-      const tokens: Record<string, string> = { hub: hub.token, list_carol: carol.token };
-      const res = await get(tokens[caller], url({ hub: hub.id, carol: carol.id, bob: bob.id }));
+      const res = await get(tokens[caller], url(ids));
       expect(res.statusCode).toBe(200);
       const body = res.json();
       expect(body.pagination).toEqual({
@@ -737,7 +731,7 @@ describe('follows', () => {
       '/api/users/-1/followers',
       '/api/users/99999999999999999999/followers',
     ])('%s → 404', async (url) => {
-      const res = await get(hub.token, url);
+      const res = await get(tokens.hub, url);
       expect(res.statusCode).toBe(404);
       expect(res.json()).toEqual(NOT_FOUND);
     });
@@ -746,8 +740,8 @@ describe('follows', () => {
       for (const url of [
         '/api/me/following',
         '/api/me/followers',
-        `/api/users/${hub.id}/following`,
-        `/api/users/${hub.id}/followers`,
+        `/api/users/${ids.hub}/following`,
+        `/api/users/${ids.hub}/followers`,
       ]) {
         expect((await get(null, url)).statusCode).toBe(401);
       }

@@ -1,4 +1,4 @@
-import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import * as testing from '@platform/testing';
 import { buildApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config';
@@ -27,6 +27,8 @@ export interface TestApp extends BareTestApp {
   register(
     fields?: Partial<Pick<TestUser, 'username' | 'email' | 'password'>> & { about_me?: string | null },
   ): Promise<TestUser>;
+  /** Registers a user of each username, one after the other (so their ids follow this order). */
+  registerEach(...usernames: string[]): Promise<TestUser[]>;
   /** `POST /api/tokens` with Basic credentials. */
   login(name: string, password: string): Promise<LightMyRequestResponse>;
   /** A request with `Authorization: Bearer <token>` (when a token is given). */
@@ -47,6 +49,30 @@ export interface TestAppOptions {
 
 export const basic = (name: string, password: string) =>
   `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
+
+/**
+ * Registers `username` (address `<username>@example.com`) through an app a test built itself and
+ * logs them in, expecting 201 then 200: their id and access token. (A TestApp has `register`.)
+ */
+export async function registerThrough(
+  app: FastifyInstance,
+  username: string,
+  password = 'password',
+): Promise<{ id: number; token: string }> {
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/users',
+    payload: { username, email: `${username}@example.com`, password },
+  });
+  expect(created.statusCode).toBe(201);
+  const login = await app.inject({
+    method: 'POST',
+    url: '/api/tokens',
+    headers: { authorization: basic(username, password) },
+  });
+  expect(login.statusCode).toBe(200);
+  return { id: created.json().id, token: login.json().access_token };
+}
 
 /**
  * Cheap argon2 parameters (hashing stays real, only faster) and limits no ordinary test reaches (the
@@ -106,29 +132,35 @@ function withHelpers(bare: BareTestApp): TestApp {
   const { app, database } = bare;
   const login: TestApp['login'] = (name, password) =>
     app.inject({ method: 'POST', url: '/api/tokens', headers: { authorization: basic(name, password) } });
+  const register: TestApp['register'] = async (fields = {}) => {
+    registered += 1;
+    const username = fields.username ?? `user${registered}`;
+    const email = fields.email ?? `${username}@example.com`;
+    const password = fields.password ?? 'password';
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/users',
+      payload: {
+        username,
+        email,
+        password,
+        ...(fields.about_me !== undefined ? { about_me: fields.about_me } : {}),
+      },
+    });
+    if (created.statusCode !== 201)
+      throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
+    const tokens = await login(username, password);
+    if (tokens.statusCode !== 200) throw new Error(`login failed: ${tokens.statusCode} ${tokens.body}`);
+    return { id: created.json().id, username, email, password, token: tokens.json().access_token };
+  };
   return {
     ...bare,
     login,
-    async register(fields = {}) {
-      registered += 1;
-      const username = fields.username ?? `user${registered}`;
-      const email = fields.email ?? `${username}@example.com`;
-      const password = fields.password ?? 'password';
-      const created = await app.inject({
-        method: 'POST',
-        url: '/api/users',
-        payload: {
-          username,
-          email,
-          password,
-          ...(fields.about_me !== undefined ? { about_me: fields.about_me } : {}),
-        },
-      });
-      if (created.statusCode !== 201)
-        throw new Error(`registration failed: ${created.statusCode} ${created.body}`);
-      const tokens = await login(username, password);
-      if (tokens.statusCode !== 200) throw new Error(`login failed: ${tokens.statusCode} ${tokens.body}`);
-      return { id: created.json().id, username, email, password, token: tokens.json().access_token };
+    register,
+    async registerEach(...usernames) {
+      const users: TestUser[] = [];
+      for (const username of usernames) users.push(await register({ username }));
+      return users;
     },
     as: (token, options) =>
       app.inject({
