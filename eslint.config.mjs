@@ -67,6 +67,12 @@ export default [
               group: ['@platform/testing/*'],
               message: 'The test kit is for tests; production source never imports it.',
             },
+            {
+              // The same module by its path, from inside libs/db.
+              group: ['**/local-server', '**/local-server.js'],
+              message:
+                'The local PostgreSQL is for development: load it with `await import()` on the dev path.',
+            },
           ],
         },
       ],

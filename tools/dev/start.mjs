@@ -23,15 +23,16 @@ const dbLabel = `\x1b[90m${'postgres'.padEnd(14)}\x1b[0m │ `;
 let localServer;
 if (!process.env.DATABASE_URL) {
   const { default: db } = await import('@platform/db');
+  const { default: local } = await import('@platform/db/local');
   const port = process.env.LOCAL_PG_PORT ? Number(process.env.LOCAL_PG_PORT) : undefined;
   try {
-    localServer = await db.ensureLocalServer({ dataDir: db.localDataDir(process.env.DATA_DIR), port });
+    localServer = await local.ensureLocalServer({ dataDir: db.localDataDir(process.env.DATA_DIR), port });
   } catch (error) {
     console.error(`${dbLabel}${error.message}`);
     process.exit(1);
   }
   process.stdout.write(
-    `${dbLabel}PostgreSQL ${db.LOCAL_PG_MAJOR} ${localServer.started ? 'started' : 'already running'} on 127.0.0.1:${localServer.port} (data: ${localServer.dataDir})\n`,
+    `${dbLabel}PostgreSQL ${local.LOCAL_PG_MAJOR} ${localServer.started ? 'started' : 'already running'} on 127.0.0.1:${localServer.port} (data: ${localServer.dataDir})\n`,
   );
 }
 

@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { localServerStatus } from '@platform/db';
+import { localServerStatus } from '@platform/db/local';
 import { freePort } from '@platform/db/testing';
 
 const run = promisify(execFile);

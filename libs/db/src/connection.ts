@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, sql, type LogEvent } from 'kysely';
 import { Pool } from 'pg';
 import { runDirectly } from './compiled/execute';
-import { ensureLocalServer, localDataDir } from './local-server';
+import { localDataDir } from './local-settings';
 
 export interface DatabaseConfig {
   /** A PostgreSQL connection string; when absent the local PostgreSQL server of `dataDir` is used. */
@@ -66,6 +66,12 @@ export async function openDatabase<DB>(
 ): Promise<Database<DB>> {
   assertSchemaName(config.schema);
   if (config.url) return openPool<DB>(config.url, 'postgres', config, options);
+  // The development path only, loaded on demand: production code never imports the manager of a
+  // server whose binaries (a development dependency) an image does not have. Named by the package's
+  // own entry, not a relative path: Node resolves it to dist/, Jest, tsx and tsc to src/ (the
+  // `@platform/source` condition), where a relative `./local-server.js` names a file only dist/ has.
+  // eslint-disable-next-line @nx/enforce-module-boundaries -- the self-reference above, on purpose
+  const { ensureLocalServer } = await import('@platform/db/local');
   const server = await ensureLocalServer({ dataDir: localDataDir(config.dataDir), port: config.localPort });
   return openPool<DB>(server.url, 'local', config, options, async () => {
     await server.release();

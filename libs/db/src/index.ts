@@ -3,4 +3,4 @@ export * from './compiled';
 export * from './service-secrets/repository';
 export * from './migrations';
 export * from './errors';
-export * from './local-server';
+export * from './local-settings';

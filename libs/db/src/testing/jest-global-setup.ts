@@ -1,4 +1,5 @@
-import { ensureLocalServer, localDataDir, type LocalServer } from '../local-server';
+import { ensureLocalServer, type LocalServer } from '../local-server';
+import { localDataDir } from '../local-settings';
 
 declare global {
   // Handed from the global setup to the global teardown (same process).

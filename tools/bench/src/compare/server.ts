@@ -1,11 +1,11 @@
-// The bench-only PostgreSQL server of the side-by-side mode: the local-server code of @platform/db
+// The bench-only PostgreSQL server of the side-by-side mode: the local-server code of @platform/db/local
 // on its own data directory (never the shared one), with pg_stat_statements preloaded and its log
 // readable, so the bench can capture and count what each route sends.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureLocalServer, type LocalServer } from '@platform/db';
+import { ensureLocalServer, type LocalServer } from '@platform/db/local';
 import { Client } from 'pg';
 import { childrenOf } from '../lib/machine';
 import { freePort } from '../lib/processes';

@@ -2,7 +2,8 @@
 // the repository's local PostgreSQL server, dropped at the end; and what a report says of it.
 import { randomBytes } from 'node:crypto';
 import process from 'node:process';
-import { ensureLocalServer, localDataDir, openDatabase, type DatabaseConfig } from '@platform/db';
+import { localDataDir, openDatabase, type DatabaseConfig } from '@platform/db';
+import { ensureLocalServer } from '@platform/db/local';
 import { dropSchema } from '@platform/db/testing';
 import { sql, type Kysely } from 'kysely';
 import { log, onCleanup } from './run';
