@@ -1,34 +1,31 @@
-import { sql, type Generated, type Kysely, type Migration } from 'kysely';
-import { isoTimestamp, migrateToLatest, openDatabase, param, prepare, type Database } from '../src';
-import { testDatabase } from '../src/testing';
+import { sql, type Generated } from 'kysely';
+import { isoTimestamp, param, prepare } from '../src';
+import { migratedTestDatabase, oneTableMigrations, type MigratedTestDatabase } from './support/database';
 
 type Events = { events: { id: Generated<number>; name: string; at: Date } };
 
-const migrations: Record<string, Migration> = {
-  '2026-01-01T0000_events': {
-    up: async (db: Kysely<any>) => {
-      await db.schema
-        .createTable('events')
-        .addColumn('id', 'serial', (c) => c.primaryKey())
-        .addColumn('name', 'text', (c) => c.notNull())
-        .addColumn('at', 'timestamptz', (c) => c.notNull())
-        .execute();
-    },
-  },
-};
+const migrations = oneTableMigrations('events', (table) =>
+  table
+    .addColumn('id', 'serial', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('at', 'timestamptz', (c) => c.notNull()),
+);
 
 /** The one way a service runs a hot read: `prepare` with `param(n)`, the shared fragments. */
 describe('compiled queries', () => {
-  let d: Database<Events>;
+  let d: MigratedTestDatabase<Events>;
   const seen: string[] = [];
-  let cleanup: () => Promise<void>;
   const at = [new Date('2026-11-22T09:15:00.123Z'), new Date('1999-12-31T23:59:59.999Z')];
 
   beforeAll(async () => {
-    const s = testDatabase('svc_compiled');
-    cleanup = s.cleanup;
-    d = await openDatabase<Events>(s.config, { onQuery: (event) => seen.push(event.query.sql) });
-    await migrateToLatest(d.db, d.schema, migrations);
+    d = await migratedTestDatabase<Events>(
+      'svc_compiled',
+      migrations,
+      {},
+      {
+        onQuery: (event) => seen.push(event.query.sql),
+      },
+    );
     await d.db
       .insertInto('events')
       .values([
@@ -38,8 +35,7 @@ describe('compiled queries', () => {
       .execute();
   }, 60_000);
   afterAll(async () => {
-    await d?.close();
-    await cleanup?.();
+    await d?.drop();
   });
 
   const byName = () =>

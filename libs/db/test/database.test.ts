@@ -1,4 +1,4 @@
-import { CompiledQuery, sql, type Generated, type Kysely, type Migration } from 'kysely';
+import { CompiledQuery, sql, type Generated } from 'kysely';
 import {
   executeCompiled,
   rowMaker,
@@ -7,45 +7,32 @@ import {
   openDatabase,
   sqlState,
   SQLSTATE,
-  type Database,
 } from '../src';
 import { dropSchema, testDatabase } from '../src/testing';
+import { migratedTestDatabase, oneTableMigrations, type MigratedTestDatabase } from './support/database';
 
-const migrations: Record<string, Migration> = {
-  '2026-01-01T0000_notes': {
-    up: async (db: Kysely<any>) => {
-      await db.schema
-        .createTable('notes')
-        .addColumn('id', 'serial', (c) => c.primaryKey())
-        .addColumn('body', 'text', (c) => c.notNull().unique())
-        .execute();
-    },
-  },
-};
+const migrations = oneTableMigrations('notes', (table) =>
+  table
+    .addColumn('id', 'serial', (c) => c.primaryKey())
+    .addColumn('body', 'text', (c) => c.notNull().unique()),
+);
 type Notes = { notes: { id: Generated<number>; body: string } };
 
 /** Two services sharing one database: each in its own schema, never naming it. */
 describe('per-service schemas on one PostgreSQL', () => {
-  let a: Database<Notes>;
-  let b: Database<Notes>;
-  const cleanups: (() => Promise<void>)[] = [];
+  let a: MigratedTestDatabase<Notes>;
+  let b: MigratedTestDatabase<Notes>;
 
   beforeAll(async () => {
-    const sa = testDatabase('svc_a');
-    const sb = testDatabase('svc_b');
-    cleanups.push(sa.cleanup, sb.cleanup);
-    a = await openDatabase<Notes>({ ...sa.config, poolMax: 2 });
-    b = await openDatabase<Notes>({ ...sb.config, poolMax: 2 });
-    await migrateToLatest(a.db, a.schema, migrations);
-    await migrateToLatest(b.db, b.schema, migrations);
+    a = await migratedTestDatabase<Notes>('svc_a', migrations, { poolMax: 2 });
+    b = await migratedTestDatabase<Notes>('svc_b', migrations, { poolMax: 2 });
     await a.db.insertInto('notes').values({ body: 'from a' }).execute();
     await b.db.insertInto('notes').values({ body: 'from b' }).execute();
   }, 60_000);
 
   afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    for (const c of cleanups.reverse()) await c();
+    await a?.drop();
+    await b?.drop();
   });
 
   test('same table names, separate data, migration bookkeeping inside each schema', async () => {
@@ -127,26 +114,23 @@ describe('openDatabase and helpers', () => {
 
 /** The hot reads' path: a compiled query straight on the pool, as Kysely's executor would run it. */
 describe('executeCompiled', () => {
-  let d: Database<Notes>;
+  let d: MigratedTestDatabase<Notes>;
   const events: { level: string; sql: string }[] = [];
-  let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const s = testDatabase('svc_direct');
-    cleanup = s.cleanup;
-    d = await openDatabase<Notes>(
-      { ...s.config, poolMax: 1 },
+    d = await migratedTestDatabase<Notes>(
+      'svc_direct',
+      migrations,
+      { poolMax: 1 },
       { onQuery: (event) => events.push({ level: event.level, sql: event.query.sql }) },
     );
-    await migrateToLatest(d.db, d.schema, migrations);
     await d.db
       .insertInto('notes')
       .values([{ body: 'one' }, { body: 'two' }])
       .execute();
   }, 60_000);
   afterAll(async () => {
-    await d?.close();
-    await cleanup?.();
+    await d?.drop();
   });
 
   const byBody = (body: string) =>

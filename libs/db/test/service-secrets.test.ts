@@ -1,43 +1,30 @@
-import { sql, type Kysely, type Migration } from 'kysely';
-import {
-  createSecretsRepository,
-  migrateToLatest,
-  openDatabase,
-  type Database,
-  type ServiceSecretsTable,
-} from '../src';
-import { testDatabase } from '../src/testing';
+import { sql } from 'kysely';
+import { createSecretsRepository, type ServiceSecretsTable } from '../src';
+import { migratedTestDatabase, oneTableMigrations, type MigratedTestDatabase } from './support/database';
 
 type Secrets = { service_secrets: ServiceSecretsTable<'signing_key' | 'absent'> };
 
 /** The table as the services' (frozen) migrations make it, with one secret drawn by PostgreSQL. */
-const migrations: Record<string, Migration> = {
-  '2026-01-01T0000_service_secrets': {
-    up: async (db: Kysely<any>) => {
-      await db.schema
-        .createTable('service_secrets')
-        .addColumn('name', 'text', (c) => c.primaryKey())
-        .addColumn('value', 'text', (c) => c.notNull())
-        .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
-        .execute();
-      await sql`insert into service_secrets (name, value)
-        values ('signing_key', md5(gen_random_uuid()::text))`.execute(db);
-    },
+const migrations = oneTableMigrations(
+  'service_secrets',
+  (table) =>
+    table
+      .addColumn('name', 'text', (c) => c.primaryKey())
+      .addColumn('value', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`)),
+  async (db) => {
+    await sql`insert into service_secrets (name, value)
+      values ('signing_key', md5(gen_random_uuid()::text))`.execute(db);
   },
-};
+);
 
 describe('createSecretsRepository', () => {
-  let d: Database<Secrets>;
-  let cleanup: () => Promise<void>;
+  let d: MigratedTestDatabase<Secrets>;
   beforeAll(async () => {
-    const s = testDatabase('svc_secrets');
-    cleanup = s.cleanup;
-    d = await openDatabase<Secrets>(s.config);
-    await migrateToLatest(d.db, d.schema, migrations);
+    d = await migratedTestDatabase<Secrets>('svc_secrets', migrations);
   }, 60_000);
   afterAll(async () => {
-    await d?.close();
-    await cleanup?.();
+    await d?.drop();
   });
 
   test('reads the secret the migration made, the same on every read', async () => {
