@@ -1,29 +1,46 @@
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import { assertSchemaName } from './connection';
+import { retryWhileOtherSchemaDropped } from './dropped-schema';
 
 export type { Migration };
 
+/** A service's migrations by name (an index file per service, names sortable by timestamp). */
+type Migrations = Record<string, Migration>;
+
+// Migrations are frozen in time and see any database as Kysely<any>.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDatabase = Kysely<any>;
+
 /**
- * Brings the service's schema up to date. Migrations are listed statically (an index file per
- * service, names sortable by timestamp) and their bookkeeping tables live inside the schema, so
- * services sharing one database never see each other's history. They run on one connection with
- * the statement timeout lifted (a migration may rewrite a big table for longer than any request may
- * take); pg's client-side query timeout still applies, so a migration longer than that runs through
- * the command line (`migrate`), whose database has no timeouts.
+ * Kysely's Migrator for the service's schema: the bookkeeping tables live inside it, so services
+ * sharing one database never see each other's history.
+ */
+function schemaMigrator(db: AnyDatabase, schema: string, migrations: Migrations): Migrator {
+  return new Migrator({
+    db,
+    migrationTableSchema: schema,
+    provider: { getMigrations: async () => migrations },
+  });
+}
+
+/**
+ * Brings the service's schema up to date. Migrations are listed statically and their bookkeeping
+ * tables live inside the schema (see schemaMigrator). They run on one connection with the statement
+ * timeout lifted (a migration may rewrite a big table for longer than any request may take); pg's
+ * client-side query timeout still applies, so a migration longer than that runs through the command
+ * line (`migrate`), whose database has no timeouts.
  */
 export async function migrateToLatest(
-  // Migrations are frozen in time and see any database as Kysely<any>.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Kysely<any>,
+  db: AnyDatabase,
   schema: string,
-  migrations: Record<string, Migration>,
+  migrations: Migrations,
 ): Promise<string[]> {
   assertSchemaName(schema);
   return db.connection().execute(async (connection) => {
     await sql`set statement_timeout = 0`.execute(connection);
     let applied: string[];
     try {
-      applied = await migrate(connection, schema, migrations);
+      applied = await retryWhileOtherSchemaDropped(schema, () => migrate(connection, schema, migrations));
     } catch (error) {
       // The connection goes back to the pool either way; when it is broken the pool drops it.
       await sql`reset statement_timeout`.execute(connection).catch(() => undefined);
@@ -34,18 +51,8 @@ export async function migrateToLatest(
   });
 }
 
-async function migrate(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Kysely<any>,
-  schema: string,
-  migrations: Record<string, Migration>,
-): Promise<string[]> {
-  const migrator = new Migrator({
-    db,
-    migrationTableSchema: schema,
-    provider: { getMigrations: async () => migrations },
-  });
-  const { error, results } = await migrator.migrateToLatest();
+async function migrate(db: AnyDatabase, schema: string, migrations: Migrations): Promise<string[]> {
+  const { error, results } = await schemaMigrator(db, schema, migrations).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     const cause =
@@ -65,16 +72,13 @@ async function migrate(
  * the bookkeeping tables): what a replica started with MIGRATE_ON_START=false waits for.
  */
 export async function pendingMigrations(
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Kysely<any>,
+  db: AnyDatabase,
   schema: string,
-  migrations: Record<string, Migration>,
+  migrations: Migrations,
 ): Promise<string[]> {
   assertSchemaName(schema);
-  const migrator = new Migrator({
-    db,
-    migrationTableSchema: schema,
-    provider: { getMigrations: async () => migrations },
-  });
-  return (await migrator.getMigrations()).filter((m) => !m.executedAt).map((m) => m.name);
+  const known = await retryWhileOtherSchemaDropped(schema, () =>
+    schemaMigrator(db, schema, migrations).getMigrations(),
+  );
+  return known.filter((m) => !m.executedAt).map((m) => m.name);
 }
