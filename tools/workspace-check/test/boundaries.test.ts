@@ -2,32 +2,37 @@ import { resolve } from 'node:path';
 import { ESLint } from 'eslint';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
+const eslint = new ESLint({ cwd: ROOT });
+
+/** The messages of `rules` for `code` linted as if it were the file `filePath` (nothing is written). */
+async function messagesOf(rules: string[], filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, filePath) });
+  return result.messages.filter((m) => rules.includes(m.ruleId ?? '')).map((m) => m.message);
+}
+
+/** A file's code that imports `name` from `module` and uses it. */
+const importing = (name: string, module: string) =>
+  `import { ${name} } from '${module}';\nexport const f = ${name};\n`;
 
 /**
  * The module boundaries the workspace promises: apps may use libs, libs never import apps, a
  * service never imports another service. Checked by linting code that does each, as if it were a
- * file of that project (nothing is written to the tree).
+ * file of that project.
  */
 describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
-  const eslint = new ESLint({ cwd: ROOT });
-  const boundaryErrors = async (filePath: string, code: string) => {
-    const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, filePath) });
-    return result.messages.filter((m) => m.ruleId === '@nx/enforce-module-boundaries').map((m) => m.message);
-  };
+  const boundaryErrors = (filePath: string, code: string) =>
+    messagesOf(['@nx/enforce-module-boundaries'], filePath, code);
 
   test('an app may import a lib', async () => {
     expect(
-      await boundaryErrors(
-        'apps/workspace-api/src/zz-check.ts',
-        "import { parseEnv } from '@platform/schema';\nexport const f = parseEnv;\n",
-      ),
+      await boundaryErrors('apps/workspace-api/src/zz-check.ts', importing('parseEnv', '@platform/schema')),
     ).toEqual([]);
   }, 60_000);
 
   test('a lib may not import an app', async () => {
     const errors = await boundaryErrors(
       'libs/db/src/zz-check.ts',
-      "import { seedDemoData } from '@platform/microblog-api/posts/seed';\nexport const f = seedDemoData;\n",
+      importing('seedDemoData', '@platform/microblog-api/posts/seed'),
     );
     expect(errors.length).toBeGreaterThan(0);
   }, 60_000);
@@ -35,7 +40,7 @@ describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
   test('a service may not import another service', async () => {
     const errors = await boundaryErrors(
       'apps/workspace-api/src/zz-check.ts',
-      "import { migrations } from '@platform/microblog-api/db/migrations';\nexport const f = migrations;\n",
+      importing('migrations', '@platform/microblog-api/db/migrations'),
     );
     expect(errors).toEqual([
       expect.stringMatching(/type:app.*can only depend on libs tagged with "type:lib"/),
@@ -49,15 +54,10 @@ describe('module boundaries (ESLint @nx/enforce-module-boundaries)', () => {
  * server with a dynamic `import()`.
  */
 describe('no production source imports the test kit or the local PostgreSQL', () => {
-  const eslint = new ESLint({ cwd: ROOT });
-  const rules = ['@nx/enforce-module-boundaries', 'no-restricted-imports'];
-  const errors = async (filePath: string, code: string) => {
-    const [result] = await eslint.lintText(code, { filePath: resolve(ROOT, filePath) });
-    return result.messages.filter((m) => rules.includes(m.ruleId ?? '')).map((m) => m.message);
-  };
-  const kit = "import { buildTestApp } from '@platform/testing';\nexport const f = buildTestApp;\n";
-  const local =
-    "import { ensureLocalServer } from '@platform/db/local';\nexport const f = ensureLocalServer;\n";
+  const errors = (filePath: string, code: string) =>
+    messagesOf(['@nx/enforce-module-boundaries', 'no-restricted-imports'], filePath, code);
+  const kit = importing('buildTestApp', '@platform/testing');
+  const local = importing('ensureLocalServer', '@platform/db/local');
 
   test.each(['apps/social-api/src/zz-check.ts', 'libs/http-kit/src/zz-check.ts'])(
     '%s may not import the test kit',
@@ -80,28 +80,18 @@ describe('no production source imports the test kit or the local PostgreSQL', ()
   );
 
   test('inside libs/db, production source may not import the local PostgreSQL by its path either', async () => {
-    expect(
-      await errors(
-        'libs/db/src/zz-check.ts',
-        "import { ensureLocalServer } from './local-server';\nexport const f = ensureLocalServer;\n",
-      ),
-    ).toEqual([expect.stringMatching(/local PostgreSQL is for development/)]);
+    const byPath = importing('ensureLocalServer', './local-server');
+    expect(await errors('libs/db/src/zz-check.ts', byPath)).toEqual([
+      expect.stringMatching(/local PostgreSQL is for development/),
+    ]);
     // Its settings (default port, data directory) are not the server: the runtime reads them.
-    expect(
-      await errors(
-        'libs/db/src/zz-check.ts',
-        "import { localDataDir } from './local-settings';\nexport const f = localDataDir;\n",
-      ),
-    ).toEqual([]);
+    const settings = importing('localDataDir', './local-settings');
+    expect(await errors('libs/db/src/zz-check.ts', settings)).toEqual([]);
   }, 60_000);
 
   test('the development path may load the local PostgreSQL with a dynamic import', async () => {
-    expect(
-      await errors(
-        'apps/microblog-api/src/zz-check.ts',
-        "export const f = async () => (await import('@platform/db/local')).ensureLocalServer;\n",
-      ),
-    ).toEqual([]);
+    const dynamic = "export const f = async () => (await import('@platform/db/local')).ensureLocalServer;\n";
+    expect(await errors('apps/microblog-api/src/zz-check.ts', dynamic)).toEqual([]);
   }, 60_000);
 
   test.each([
@@ -122,7 +112,7 @@ describe('no production source imports the test kit or the local PostgreSQL', ()
     expect(
       await errors(
         'libs/testing/src/zz-check.ts',
-        "import { migrations } from '@platform/microblog-api/db/migrations';\nexport const f = migrations;\n",
+        importing('migrations', '@platform/microblog-api/db/migrations'),
       ),
     ).toContainEqual(
       expect.stringMatching(
