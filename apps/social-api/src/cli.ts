@@ -3,6 +3,7 @@ import { runCli, UsageError } from '@platform/http-kit';
 import { loadConfig } from './config';
 import { repairCounters } from './db/counters';
 import { migrations } from './db/migrations';
+import { repairPositions } from './db/positions';
 import { FAKE_USAGE, fakeCommand, isFakeKind, parseCount } from './seed';
 
 runCli({
@@ -28,6 +29,17 @@ runCli({
           const repaired = await repairCounters(database.db);
           out(
             `Counters repaired: ${repaired.users} user${repaired.users === 1 ? '' : 's'}, totals ${repaired.totals ? 'repaired' : 'were right'}.`,
+          );
+          return 0;
+        }),
+    },
+    'repair-positions': {
+      usage: '  repair-positions              cut the post position buckets again from the posts',
+      run: (_args, { withDatabase, out }) =>
+        withDatabase(async (database) => {
+          const repaired = await repairPositions(database.db);
+          out(
+            `Positions repaired: ${repaired.wrong} wrong bucket${repaired.wrong === 1 ? '' : 's'} found, ${repaired.buckets} now.`,
           );
           return 0;
         }),

@@ -227,16 +227,21 @@ describe('feed and listing cost', () => {
     expect(indexes(count.plan)).toContain('posts_user_timestamp_idx');
   });
 
-  test("a page of one author's posts is an index scan of posts_user_timestamp_idx that stops after the page, with no sort", async () => {
-    for (const [url, most] of [
-      [`/api/users/${prolificId}/posts`, 25],
-      [`/api/users/${prolificId}/posts?offset=100&limit=10`, 110],
+  test("a page of one author's posts is an index scan of posts_user_timestamp_idx that stops after the page, sorting nothing but the page", async () => {
+    for (const [url, most, page] of [
+      [`/api/users/${prolificId}/posts`, 25, 25],
+      [`/api/users/${prolificId}/posts?offset=100&limit=10`, 110, 10],
     ] as const) {
       const plan = await pagePlan(viewers.none.token, url);
-      expect(plan.map((n) => n['Node Type'])).not.toContain('Sort');
+      // The page's own rows are put in order once they are joined; no sort sees more of the collection.
+      for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
+        expect(sort['Actual Rows']).toBeLessThanOrEqual(page);
       expect(fullScans(plan, ['posts', 'users'])).toEqual([]);
-      const scan = plan.find((n) => n['Relation Name'] === 'posts');
-      expect(scan).toMatchObject({ 'Node Type': 'Index Scan', 'Index Name': 'posts_user_timestamp_idx' });
+      const scan = plan.find((n) => n['Index Name'] === 'posts_user_timestamp_idx');
+      expect(scan).toMatchObject({
+        'Relation Name': 'posts',
+        'Node Type': expect.stringMatching(/^Index (Only )?Scan$/),
+      });
       expect(scan?.['Actual Rows']).toBeLessThanOrEqual(most);
     }
   });

@@ -35,6 +35,18 @@ export interface PostsTable {
 }
 export type PostRow = Selectable<PostsTable>;
 
+/**
+ * The posts of a scope (0: all; else an author's), cut in their order (timestamp, id) into buckets
+ * from `lo` to the next bucket's `lo`, each with its number of posts; kept by triggers (migration
+ * 2026-11-28T1400_post_positions), so a page finds its position without walking the posts before it.
+ */
+export interface PostBucketsTable {
+  scope: number;
+  lo_ts: Date;
+  lo_id: number;
+  n: number;
+}
+
 /** "A follows B" is the row (follower_id = A, followed_id = B). */
 export interface FollowersTable {
   follower_id: number;
@@ -69,6 +81,7 @@ export interface TotalsTable {
 export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
+  post_buckets: PostBucketsTable;
   followers: FollowersTable;
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;

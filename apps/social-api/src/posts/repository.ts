@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { SocialDatabase } from '../db/schema';
 import { isoTimestamp, param, prepare } from '@platform/db';
 import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
@@ -48,13 +48,88 @@ const toPost = (row: Row): PostWithAuthor => ({
 const postFromPageRow = (row: { [K in keyof Row]: Row[K] | null }) =>
   row.post_id === null ? undefined : toPost(row as Row);
 
+/** The keys of a page's posts, found before the page is dressed (joined, formatted). */
+type PageKeys = RawBuilder<{ id: number; timestamp: Date }>;
+
 /**
- * A post collection: which posts (a condition on `p.user_id` of the owner `$3`), and its size from
- * the counters (null when the owner does not exist).
+ * A post collection: the keys of one of its pages for each mode (`$1` limit, `$2` offset or
+ * cursor, `$3` the owner), the collection's size from the counters (null when the owner does not
+ * exist) and, after a cursor, how many of its posts sort at or before it.
  */
 interface PostScope {
-  authors?: (userId: Expression<number>) => Expression<SqlBool>;
+  keys: Record<PageRequest<Date>['mode'], PageKeys>;
   total: Expression<string | number | null | undefined>;
+  atOrBefore: Expression<string | number>;
+}
+
+/** The smallest key (timestamp, id) of a cursor's time: every post of that time sorts at or after it. */
+const cursorKey = sql`(${param(2)}::timestamptz, '-2147483648'::integer)`;
+
+/**
+ * A scope whose positions the triggers keep in `post_buckets` (0: all posts; else an author's; see
+ * migration 2026-11-28T1400_post_positions). The page at an offset: the bucket holding that position
+ * (a running sum over the scope's bucket counts, newest first), then a walk inside it in the index,
+ * never over the posts before it. After a cursor: the posts at or before it are the buckets that start
+ * at or after the cursor plus a count inside the one bucket that holds it.
+ */
+function bucketed(db: Kysely<SocialDatabase>, scope: 'all' | 'author'): PostScope {
+  const s = scope === 'all' ? sql`0` : param<number>(3);
+  /** Posts of the scope strictly below a key (the index's order, so the walk starts there). */
+  const below = (ts: RawBuilder<unknown>, id: RawBuilder<unknown>) =>
+    scope === 'all'
+      ? sql`(p.timestamp, p.id) < (${ts}, ${id})`
+      : sql`p.user_id = ${s} and (p.user_id, p.timestamp, p.id) < (${s}, ${ts}, ${id})`;
+  const atOrAfter = (key: RawBuilder<unknown>) =>
+    scope === 'all'
+      ? sql`(p.timestamp, p.id) >= ${key}`
+      : sql`p.user_id = ${s} and (p.timestamp, p.id) >= ${key}`;
+  /** The first bucket above a key, as `hi` (none: above every post). */
+  const nextBucket = (after: RawBuilder<unknown>, inclusive: boolean) => sql`left join lateral (
+      select h.lo_ts, h.lo_id from post_buckets h
+      where h.scope = ${s} and (h.lo_ts, h.lo_id) ${sql.raw(inclusive ? '>=' : '>')} ${after}
+      order by h.lo_ts, h.lo_id limit 1
+    ) hi on true`;
+  const hiTs = sql`coalesce(hi.lo_ts, 'infinity')`;
+  const hiId = sql`coalesce(hi.lo_id, 0)`;
+  return {
+    keys: {
+      offset: sql`(
+        select k.id, k.timestamp from (
+          select t.lo_ts, t.lo_id, ${param(2)} - (t.through - t.n) as skip
+          from (
+            select b.lo_ts, b.lo_id, b.n,
+              sum(b.n) over (order by b.lo_ts desc, b.lo_id desc rows unbounded preceding) as through
+            from post_buckets b where b.scope = ${s}
+          ) t
+          where t.through > ${param(2)}
+          order by t.lo_ts desc, t.lo_id desc limit 1
+        ) t
+        ${nextBucket(sql`(t.lo_ts, t.lo_id)`, false)}
+        cross join lateral (
+          select p.id, p.timestamp from posts p
+          where ${below(hiTs, hiId)}
+          order by p.timestamp desc, p.id desc offset t.skip limit ${param(1)}
+        ) k
+      )`,
+      after: sql`(${db
+        .selectFrom('posts as p')
+        .select(['p.id', 'p.timestamp'])
+        .$if(scope === 'author', (q) => q.where('p.user_id', '=', param<number>(3)))
+        .where('p.timestamp', '<', param<Date>(2))
+        .orderBy('p.timestamp', 'desc')
+        .orderBy('p.id', 'desc')
+        .limit(param<number>(1))})`,
+    },
+    total:
+      scope === 'all'
+        ? sql`(select totals.posts from totals)`
+        : sql`(select author.posts_count from users author where author.id = ${s})`,
+    atOrBefore: sql`(
+      (select coalesce(sum(b.n), 0) from post_buckets b where b.scope = ${s} and (b.lo_ts, b.lo_id) >= ${cursorKey})
+      + (select count(*) from (select 1) one ${nextBucket(cursorKey, true)}
+         join posts p on ${atOrAfter(cursorKey)} and ${below(hiTs, hiId)})
+    )`,
+  };
 }
 
 export function createPostsRepository(db: Kysely<SocialDatabase>) {
@@ -64,36 +139,43 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
 
   /**
    * One page of a scope, newest first by timestamp then id, in one statement: the size (a counter),
-   * after a cursor the posts at or before it (a range count of the timestamp index, reading only
-   * the posts newer than the cursor), and the page (LEFT JOIN LATERAL: one row even when empty; an
-   * offset at or past the total reads nothing). `$1` limit, `$2` offset or cursor, `$3` the owner.
+   * after a cursor the posts at or before it, and the page (LEFT JOIN LATERAL: one row even when
+   * empty; an offset at or past the total reads nothing). The page's keys are found first, from an
+   * index; only its rows are joined with their authors and formatted.
    */
   const newestFirst = (scope: PostScope) => {
-    const inScope = <Q extends { where(e: Expression<SqlBool>): Q }>(q: Q): Q =>
-      scope.authors ? q.where(scope.authors(owner)) : q;
     const compile = (mode: PageRequest<Date>['mode']) => {
-      const atOrBefore =
-        mode === 'after'
-          ? inScope(db.selectFrom('posts as p').where('p.timestamp', '>=', param<Date>(2)))
-              .select((eb) => eb.fn.countAll<string>().as('n'))
-              .as('at_or_before')
-          : sql<string>`0`.as('at_or_before');
-      const page = inScope(posts())
-        .select(postWithAuthorColumns)
-        .orderBy('p.timestamp', 'desc')
-        .orderBy('p.id', 'desc')
-        .limit(param<number>(1));
+      // Each key dressed by its own lookups (a LATERAL subquery kept whole by `offset 0`), so no
+      // plan joins the page to the whole posts table, whatever the planner guesses of its size.
+      const page = db
+        .selectFrom(scope.keys[mode].as('k'))
+        .innerJoinLateral(
+          (eb) =>
+            eb
+              .selectFrom('posts as p')
+              .innerJoin('users', 'users.id', 'p.user_id')
+              .select(postWithAuthorColumns)
+              .whereRef('p.id', '=', 'k.id')
+              .modifyEnd(sql`offset 0`)
+              .as('dressed'),
+          (join) => join.onTrue(),
+        )
+        .selectAll('dressed')
+        .orderBy('k.timestamp', 'desc')
+        .orderBy('k.id', 'desc');
       return prepare(
         db,
         db
           .selectFrom(
-            db.selectNoFrom([sql<string | number | null>`(${scope.total})`.as('total'), atOrBefore]).as('c'),
+            db
+              .selectNoFrom([
+                sql<string | number | null>`${scope.total}`.as('total'),
+                (mode === 'after' ? sql<string>`${scope.atOrBefore}` : sql<string>`0`).as('at_or_before'),
+              ])
+              .as('c'),
           )
           .leftJoinLateral(
-            (mode === 'after'
-              ? page.where('p.timestamp', '<', param<Date>(2))
-              : page.where(sql<boolean>`${param(2)} < c.total`).offset(param<number>(2))
-            ).as('page'),
+            (mode === 'after' ? page : page.where(sql<boolean>`${param(2)} < c.total`)).as('page'),
             (join) => join.onTrue(),
           )
           .select(['c.total', 'c.at_or_before'])
@@ -122,22 +204,34 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       .select('followers.followed_id')
       .where('followers.follower_id', '=', userId)
       .unionAll(db.selectNoFrom(sql<number>`${userId}::integer`.as('followed_id')));
+  /** The feed's keys, newest first: read from the authors' index entries, never their rows. */
+  const feedKeys = (mode: PageRequest<Date>['mode']) => {
+    const keys = db
+      .selectFrom('posts as p')
+      .select(['p.id', 'p.timestamp'])
+      .where('p.user_id', 'in', feedAuthors(owner))
+      .orderBy('p.timestamp', 'desc')
+      .orderBy('p.id', 'desc')
+      .limit(param<number>(1));
+    return sql<{ id: number; timestamp: Date }>`(${
+      mode === 'after' ? keys.where('p.timestamp', '<', param<Date>(2)) : keys.offset(param<number>(2))
+    })`;
+  };
 
-  const allPosts = newestFirst({ total: db.selectFrom('totals').select('totals.posts').$asScalar() });
-  const byAuthor = newestFirst({
-    authors: (userId) => sql<SqlBool>`p.user_id = ${userId}`,
-    total: db
-      .selectFrom('users as author')
-      .select('author.posts_count')
-      .where('author.id', '=', owner)
-      .$asScalar(),
-  });
+  const allPosts = newestFirst(bucketed(db, 'all'));
+  const byAuthor = newestFirst(bucketed(db, 'author'));
   const feed = newestFirst({
-    authors: (userId) => sql<SqlBool>`p.user_id in (${feedAuthors(userId)})`,
+    keys: { after: feedKeys('after'), offset: feedKeys('offset') },
     total: db
       .selectFrom('users as author')
       .select(sql<string>`coalesce(sum(author.posts_count), 0)`.as('n'))
       .where('author.id', 'in', feedAuthors(owner))
+      .$asScalar(),
+    atOrBefore: db
+      .selectFrom('posts as p')
+      .where('p.user_id', 'in', feedAuthors(owner))
+      .where('p.timestamp', '>=', param<Date>(2))
+      .select((eb) => eb.fn.countAll<string>().as('n'))
       .$asScalar(),
   });
 

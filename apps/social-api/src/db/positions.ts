@@ -1,0 +1,68 @@
+import { sql, type Kysely } from 'kysely';
+import type { SocialDatabase } from './schema';
+
+export interface PositionRepair {
+  /** Buckets whose count was wrong, plus scopes whose buckets did not cover all their posts. */
+  wrong: number;
+  /** Buckets there are after the repair. */
+  buckets: number;
+}
+
+/**
+ * How far the buckets (migration 2026-11-28T1400_post_positions) are from the posts: each bucket's
+ * count against the posts in its range, and each scope's sum against its number of posts (a post
+ * below a scope's first bucket counts in none). Index range counts, one pass over the posts per scope.
+ */
+async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
+  const { rows } = await sql<{ wrong: string }>`
+    with b as (
+      select scope, lo_ts, lo_id, n,
+        lead(lo_ts, 1, 'infinity') over w as hi_ts, lead(lo_id, 1, 0) over w as hi_id
+      from post_buckets window w as (partition by scope order by lo_ts, lo_id)
+    ),
+    counted as (
+      select b.n, (
+        select count(*) from posts p
+        where (p.timestamp, p.id) >= (b.lo_ts, b.lo_id) and (p.timestamp, p.id) < (b.hi_ts, b.hi_id)
+      ) as actual
+      from b where b.scope = 0
+      union all
+      select b.n, (
+        select count(*) from posts p
+        where p.user_id = b.scope
+          and (p.user_id, p.timestamp, p.id) >= (b.scope, b.lo_ts, b.lo_id)
+          and (p.user_id, p.timestamp, p.id) < (b.scope, b.hi_ts, b.hi_id)
+      )
+      from b where b.scope <> 0
+    ),
+    scopes as (
+      select 0 as scope, count(*) as posts from posts
+      union all
+      select user_id, count(*) from posts group by user_id
+    )
+    select (select count(*) from counted where n <> actual)
+      + (select count(*) from scopes s
+         where s.posts <> coalesce((select sum(n) from post_buckets b where b.scope = s.scope), 0)) as wrong`.execute(
+    db,
+  );
+  return Number(rows[0].wrong);
+}
+
+/**
+ * The repair of the buckets, like `repairCounters`: every scope cut again from its posts, in one
+ * transaction that writers wait for (readers do not), after counting what was wrong.
+ */
+export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRepair> {
+  return db.transaction().execute(async (tx) => {
+    // The counters' lock order: posts' writers wait; the totals row is the buckets' own lock.
+    await sql`lock table posts, totals in share row exclusive mode`.execute(tx);
+    const wrong = await wrongBuckets(tx);
+    await sql`delete from post_buckets`.execute(tx);
+    await sql`
+      select cut_post_buckets(s.scope, '-infinity', 0, 'infinity', 0, coalesce(t.post_bucket_rows, 2000))
+      from (select 0 as scope union all select distinct user_id from posts) s
+      left join totals t on true`.execute(tx);
+    const { rows } = await sql<{ n: string }>`select count(*) as n from post_buckets`.execute(tx);
+    return { wrong, buckets: Number(rows[0].n) };
+  });
+}

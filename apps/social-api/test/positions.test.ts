@@ -1,0 +1,310 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { faker } from '@faker-js/faker';
+import { CompiledQuery, sql } from 'kysely';
+import { childProcessEnv } from '@platform/testing';
+import { repairPositions } from '../src/db/positions';
+import { buildTestApp, type TestApp, type TestUser } from './support/app';
+
+/**
+ * Positions of posts (migration 2026-11-28T1400_post_positions): the pages of all posts and of one
+ * author's posts find their position through bucket counts the triggers keep. Whatever mix of writes
+ * came before (posts added in bulk and one by one, deleted, moved in time, their authors deleted),
+ * and while writers race, every page in both modes equals a plain ordered query with OFFSET; a deep
+ * page reads a few buckets and one bucket's index entries, never the posts before it; the repair
+ * command restores a broken structure.
+ */
+
+const run = promisify(execFile);
+const APP_DIR = resolve(__dirname, '..');
+const CLI = ['--conditions=@platform/source', '--import', 'tsx', 'src/cli.ts'];
+/** Small buckets, so that a few hundred posts make many, and writes cut them often. */
+const BUCKET_ROWS = 7;
+
+type Page = {
+  pagination: { offset: number; count: number; total: number; limit: number };
+  data: { id: number; timestamp: string; author: { id: number } }[];
+};
+
+let t: TestApp;
+let reader: TestUser;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  reader = await t.register({ username: 'reader' });
+  await sql`update totals set post_bucket_rows = ${BUCKET_ROWS}`.execute(t.database.db);
+}, 60_000);
+afterAll(() => t?.close());
+
+const db = () => t.database.db;
+
+async function page(url: string): Promise<Page> {
+  const res = await t.as(reader.token, { method: 'GET', url });
+  expect({ url, status: res.statusCode }).toEqual({ url, status: 200 });
+  return res.json<Page>();
+}
+
+/** What a page must be: the scope's posts by a plain ordered query, every row counted. */
+async function expectedPage(
+  author: number | null,
+  limit: number,
+  mode: { offset: number } | { after: string },
+) {
+  const scope = author === null ? sql`true` : sql`p.user_id = ${author}`;
+  const total = Number(
+    (await sql<{ n: string }>`select count(*) as n from posts p where ${scope}`.execute(db())).rows[0].n,
+  );
+  if ('offset' in mode) {
+    const { rows } = await sql<{ id: number }>`
+      select p.id from posts p where ${scope} order by p.timestamp desc, p.id desc offset ${mode.offset} limit ${limit}`.execute(
+      db(),
+    );
+    return { offset: mode.offset, total, ids: rows.map((r) => r.id) };
+  }
+  const { rows } = await sql<{ id: number }>`
+    select p.id from posts p where ${scope} and p.timestamp < ${mode.after}::timestamptz
+    order by p.timestamp desc, p.id desc limit ${limit}`.execute(db());
+  const before = await sql<{ n: string }>`
+    select count(*) as n from posts p where ${scope} and p.timestamp >= ${mode.after}::timestamptz`.execute(
+    db(),
+  );
+  return { offset: Number(before.rows[0].n), total, ids: rows.map((r) => r.id) };
+}
+
+/** Pages of a scope at many depths, in both modes, against the plain query. */
+async function expectExactPages(author: number | null) {
+  const base = author === null ? '/api/posts' : `/api/users/${author}/posts`;
+  const { total } = (await expectedPage(author, 1, { offset: 0 })) as { total: number };
+  const offsets = new Set([
+    0,
+    1,
+    total - 1,
+    total - 2,
+    ...faker.helpers.multiple(() => faker.number.int({ max: total }), { count: 6 }),
+  ]);
+  for (const offset of [...offsets].filter((o) => o >= 0 && (o < total || o === 0))) {
+    const limit = faker.number.int({ min: 1, max: 25 });
+    const got = await page(`${base}?offset=${offset}&limit=${limit}`);
+    const want = await expectedPage(author, limit, { offset });
+    expect({
+      url: `${base}?offset=${offset}&limit=${limit}`,
+      ...got.pagination,
+      ids: got.data.map((p) => p.id),
+    }).toEqual({
+      url: `${base}?offset=${offset}&limit=${limit}`,
+      limit,
+      offset: want.offset,
+      count: want.ids.length,
+      total: want.total,
+      ids: want.ids,
+    });
+  }
+  const { rows } = await sql<{ ts: Date }>`
+    select p.timestamp as ts from posts p where ${author === null ? sql`true` : sql`p.user_id = ${author}`}
+    order by random() limit 4`.execute(db());
+  for (const after of [
+    ...rows.map((r) => r.ts.toISOString()),
+    '2020-01-01T00:00:00.000Z',
+    '2100-01-01T00:00:00.000Z',
+  ]) {
+    const got = await page(`${base}?after=${encodeURIComponent(after)}`);
+    const want = await expectedPage(author, 25, { after });
+    expect({ after, ...got.pagination, ids: got.data.map((p) => p.id) }).toEqual({
+      after,
+      limit: 25,
+      offset: want.offset,
+      count: want.ids.length,
+      total: want.total,
+      ids: want.ids,
+    });
+  }
+}
+
+/** The buckets against the posts: each count, and each scope's sum (see `repairPositions`). */
+async function bucketProblems() {
+  const { rows } = await sql<{ scope: number; lo_id: number; n: number; actual: string }>`
+    with b as (
+      select scope, lo_ts, lo_id, n, lead(lo_ts, 1, 'infinity') over w as hi_ts, lead(lo_id, 1, 0) over w as hi_id
+      from post_buckets window w as (partition by scope order by lo_ts, lo_id)
+    )
+    select b.scope, b.lo_id, b.n, (
+      select count(*) from posts p
+      where (b.scope = 0 or p.user_id = b.scope) and (p.timestamp, p.id) >= (b.lo_ts, b.lo_id) and (p.timestamp, p.id) < (b.hi_ts, b.hi_id)
+    ) as actual from b`.execute(db());
+  const wrong = rows.filter((r) => r.n !== Number(r.actual));
+  const sums = await sql<{ scope: number; posts: string; counted: string | null }>`
+    select s.scope, s.posts, (select sum(n) from post_buckets b where b.scope = s.scope) as counted
+    from (select 0 as scope, count(*) as posts from posts union all select user_id, count(*) from posts group by user_id) s`.execute(
+    db(),
+  );
+  return {
+    wrongBuckets: wrong,
+    wrongScopes: sums.rows.filter((r) => Number(r.counted ?? 0) !== Number(r.posts)),
+    oversized: rows.filter((r) => r.n > 2 * BUCKET_ROWS).length,
+  };
+}
+
+/** Posts of `authors` at random times in 2025, some sharing a millisecond (ties sort by id). */
+async function insertPosts(authors: number[], count: number) {
+  const times = faker.helpers.multiple(() => faker.date.between({ from: '2025-01-01', to: '2025-12-31' }), {
+    count,
+  });
+  const tied = times.map((time, i) => (i > 0 && faker.datatype.boolean(0.2) ? times[i - 1] : time));
+  await db()
+    .insertInto('posts')
+    .values(
+      tied.map((timestamp, i) => ({
+        user_id: faker.helpers.arrayElement(authors),
+        text: `post ${i}`,
+        timestamp,
+      })),
+    )
+    .execute();
+}
+
+test('after any mix of writes, every page in both modes equals the plain ordered query', async () => {
+  faker.seed(20261128);
+  const authors: number[] = [];
+  for (let i = 0; i < 4; i++) authors.push((await t.register({ username: `author${i}` })).id);
+  await insertPosts(authors, 300); // one statement: the first buckets are cut from it
+  for (let round = 0; round < 6; round++) {
+    // One by one through the API (the newest bucket grows and is cut), in bulk, deleted, moved.
+    for (let i = 0; i < 10; i++) {
+      const res = await t.as(reader.token, {
+        method: 'POST',
+        url: '/api/posts',
+        payload: { text: `live ${round}.${i}` },
+      });
+      expect(res.statusCode).toBe(201);
+    }
+    await insertPosts(authors, faker.number.int({ min: 1, max: 40 }));
+    await sql`delete from posts where id in (select id from posts order by random() limit ${faker.number.int({ min: 1, max: 30 })})`.execute(
+      db(),
+    );
+    await sql`update posts set timestamp = timestamp - interval '40 days' where id in (select id from posts order by random() limit 5)`.execute(
+      db(),
+    );
+    await sql`update posts set text = text || '!' where id in (select id from posts order by random() limit 5)`.execute(
+      db(),
+    );
+    expect(await bucketProblems()).toEqual({ wrongBuckets: [], wrongScopes: [], oversized: 0 });
+    await expectExactPages(null);
+    await expectExactPages(faker.helpers.arrayElement(authors));
+  }
+  // An author deleted with their posts (a cascade), then every post at once.
+  await db().deleteFrom('users').where('id', '=', authors[0]).execute();
+  expect(await bucketProblems()).toEqual({ wrongBuckets: [], wrongScopes: [], oversized: 0 });
+  await expectExactPages(null);
+  await sql`truncate posts`.execute(db());
+  expect(await db().selectFrom('post_buckets').selectAll().execute()).toEqual([]);
+  await insertPosts(authors.slice(1), 50);
+  await expectExactPages(null);
+  await expectExactPages(authors[1]);
+}, 120_000);
+
+test('writers racing each other and readers of deep pages lose no count', async () => {
+  faker.seed(7);
+  const writers = await Promise.all([0, 1, 2].map((i) => t.register({ username: `racer${i}` })));
+  await insertPosts(
+    writers.map((w) => w.id),
+    200,
+  );
+  const deep: Page[] = [];
+  const write = (w: TestUser, i: number) =>
+    t.as(w.token, { method: 'POST', url: '/api/posts', payload: { text: `race ${i}` } }).then((res) => {
+      expect(res.statusCode).toBe(201);
+    });
+  const remove = () =>
+    sql`delete from posts where id = (select id from posts order by random() limit 1)`.execute(db());
+  // Posts moved in time into one minute: they leave their buckets for the one of that minute, which is
+  // cut again and again. No counter changes, so only the buckets' own lock keeps two moves from
+  // counting in a bucket the other is cutting.
+  const move = () =>
+    sql`update posts set timestamp = ${faker.date.between({ from: '2025-06-01T00:00:00Z', to: '2025-06-01T00:01:00Z' })}
+        where id = (select id from posts order by random() limit 1)`.execute(db());
+  const read = async () => {
+    const { pagination } = await page('/api/posts?limit=1');
+    deep.push(await page(`/api/posts?offset=${Math.max(0, pagination.total - 30)}`));
+  };
+  await Promise.all(
+    Array.from({ length: 240 }, (_, i) =>
+      [read, remove, move, move, () => write(writers[i % 3], i)][i % 5](),
+    ),
+  );
+  expect(await bucketProblems()).toEqual({ wrongBuckets: [], wrongScopes: [], oversized: 0 });
+  // Each deep page is in order and as long as its total allows.
+  for (const p of deep) {
+    const keys = p.data.map((post) => [post.timestamp, post.id] as const);
+    const sorted = [...keys].sort((a, b) => (a[0] === b[0] ? b[1] - a[1] : a[0] < b[0] ? 1 : -1));
+    expect(keys).toEqual(sorted);
+    expect(p.pagination.count).toBe(Math.min(25, p.pagination.total - p.pagination.offset));
+  }
+  await expectExactPages(null);
+  await expectExactPages(writers[0].id);
+}, 120_000);
+
+test('a deep page reads a few buckets and one bucket of the index, sorting nothing but the page', async () => {
+  await sql`update totals set post_bucket_rows = 100`.execute(db());
+  const author = await t.register({ username: 'deep' });
+  await insertPosts([author.id], 3000);
+  await repairPositions(db()); // cut at the new size
+  await sql`analyze posts`.execute(db());
+  await sql`analyze post_buckets`.execute(db());
+  const { total } = (await page('/api/posts?limit=1')).pagination;
+  for (const url of [
+    `/api/posts?offset=${Math.floor(total * 0.9)}`,
+    `/api/users/${author.id}/posts?offset=2700`,
+  ]) {
+    const from = t.statements.length;
+    await page(url);
+    const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) => /post_buckets/.test(q.sql))!;
+    expect(statement).toBeDefined();
+    const { rows } = await db().executeQuery<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+      CompiledQuery.raw(`explain (analyze, buffers, format json) ${statement.sql}`, [
+        ...statement.parameters,
+      ]),
+    );
+    const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+    expect(plan.some((n) => n['Relation Name'] === 'post_buckets')).toBe(true);
+    // Sorted: the page once joined, and at most the scope's bucket counts; never posts beyond the page.
+    for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
+      if (nodes(sort).some((n) => n['Relation Name'] === 'posts'))
+        expect(sort['Actual Rows']).toBeLessThanOrEqual(25);
+    // The walk inside the bucket: at most one bucket (cut at twice its size) and the page.
+    const walked = plan.filter((n) => n['Relation Name'] === 'posts' && /Index/.test(n['Node Type']));
+    expect(
+      Math.max(...walked.map((n) => (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1))),
+    ).toBeLessThanOrEqual(2 * 100 + 25);
+    const root = rows[0]['QUERY PLAN'][0].Plan;
+    expect((root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0)).toBeLessThan(300);
+  }
+}, 120_000);
+
+test('the repair command restores a deliberately broken structure', async () => {
+  await sql`update post_buckets set n = n + 3 where scope = 0 and lo_id = (select max(lo_id) from post_buckets where scope = 0)`.execute(
+    db(),
+  );
+  await sql`delete from post_buckets where scope = (select max(scope) from post_buckets)`.execute(db());
+  // One bucket counts 3 too many (so does its scope, all posts); one author's posts have no bucket.
+  const broken = await bucketProblems();
+  expect([broken.wrongBuckets.length, broken.wrongScopes.length]).toEqual([1, 2]);
+  // Pages read the buckets (no count behind them), so a deep page is now off.
+  const env = childProcessEnv(t.config.database as { url: string; schema: string }, { LOG_LEVEL: 'silent' });
+  const repair = () => run(process.execPath, [...CLI, 'repair-positions'], { cwd: APP_DIR, env });
+  expect((await repair()).stdout).toMatch(/^Positions repaired: 3 wrong buckets found, \d+ now\.\n$/);
+  expect(await bucketProblems()).toMatchObject({ wrongBuckets: [], wrongScopes: [] });
+  await expectExactPages(null);
+  expect((await repair()).stdout).toMatch(/^Positions repaired: 0 wrong buckets found, \d+ now\.\n$/);
+}, 120_000);
+
+type PlanNode = {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: PlanNode[];
+};
+const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
