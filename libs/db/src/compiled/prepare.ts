@@ -24,9 +24,10 @@ export interface Prepared<O, A extends unknown[]> {
 }
 
 /**
- * The one way the services run a hot read: a query whose shape never changes, built and compiled
- * by Kysely once (when the repository is made) instead of on every request, then run by
- * `executeCompiled` with `params(...args)` as its values. Its values must all be `param(n)`
+ * The one way the services run a hot statement (a read, or a write of one statement): a query whose
+ * shape never changes, built and compiled by Kysely once (when the repository is made) instead of on
+ * every request, then run by `executeCompiled` with `params(...args)` as its values, as a named
+ * prepared statement that PostgreSQL parses once per connection. Its values must all be `param(n)`
  * placeholders: a literal value would be compiled in as `$k` and clash with them, so it is refused
  * here, at start. `params` may give more values than the query names (one mapping for a family of
  * queries); the extra ones are left out.
