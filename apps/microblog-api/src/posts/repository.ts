@@ -1,7 +1,7 @@
-import { sql, type Expression, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { isoTimestamp, param, prepare } from '@platform/db';
+import { sql, type Expression, type Kysely, type Selectable } from 'kysely';
+import { isoTimestamp, param, prepare, type Prepared } from '@platform/db';
 import type { MicroblogDatabase, NewPost, NewReply, PostsTable, RepliesTable } from '../db/schema';
-import { EMBEDDED_REPLIES, type QuestTopic, type ReactionKind, type Reply } from './schemas';
+import { EMBEDDED_REPLIES, REACTION_KINDS, type QuestTopic, type ReactionKind, type Reply } from './schemas';
 
 export interface PageRequest {
   limit: number;
@@ -50,6 +50,11 @@ const REPLY_COLUMNS = [
   'student_name',
 ] as const satisfies readonly (keyof RepliesTable)[];
 
+/** A post as a client writes it. */
+type NewPostFields = Pick<NewPost, 'content' | 'quest_topic' | 'student_name'>;
+/** A reply as a client writes it (no name: anonymous). */
+type NewReplyFields = Pick<NewReply, 'post_id' | 'content' | 'student_name'>;
+
 /** A page query's values: given, or `param(n)` placeholders of a prepared page. */
 interface PageValues {
   rows: number | Expression<number>;
@@ -59,16 +64,14 @@ interface PageValues {
 
 /** Every statement microblog-api runs against its schema. */
 export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
+  const postColumns = [...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')] as const;
+
   /**
    * Newest first, `rows` rows (a page and one more, to learn whether more exist), before a post id,
    * of a topic. Index-only ordering.
    */
   function pageSelect({ rows, before, topic }: PageValues) {
-    let query = db
-      .selectFrom('posts')
-      .select([...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')])
-      .orderBy('id', 'desc')
-      .limit(rows);
+    let query = db.selectFrom('posts').select(postColumns).orderBy('id', 'desc').limit(rows);
     if (before !== undefined) query = query.where('id', '<', before);
     if (topic !== undefined) query = query.where('quest_topic', '=', topic);
     return query;
@@ -140,6 +143,65 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
     return byPost;
   }
 
+  /** A post from the form (`$1` content, `$2` topic, `$3` name), answered as the API shows it. */
+  const insertOne = prepare(
+    db,
+    db
+      .insertInto('posts')
+      .values({
+        content: param<string>(1),
+        quest_topic: param<QuestTopic>(2),
+        student_name: param<string>(3),
+      })
+      .returning(postColumns),
+    (post: NewPostFields) => [post.content, post.quest_topic, post.student_name],
+  );
+
+  /**
+   * A reply counted on its post, in one statement (`$1` the post, `$2` content, `$3` name or null):
+   * the counter's UPDATE locks the post row, so concurrent replies never lose a count, and the reply
+   * is inserted only when it found the post (no row: no such post). All of it commits or none.
+   */
+  const replyTo = prepare(
+    db,
+    db
+      .with('post', (w) =>
+        w
+          .updateTable('posts')
+          .set({ reply_count: sql<number>`reply_count + 1` })
+          .where('id', '=', param<number>(1))
+          .returning('id'),
+      )
+      .insertInto('replies')
+      .columns(['post_id', 'content', 'student_name'])
+      .expression((eb) =>
+        eb
+          .selectFrom('post')
+          .select([
+            'post.id',
+            sql<string>`${param(2)}::text`.as('content'),
+            sql<string | null>`${param(3)}::text`.as('student_name'),
+          ]),
+      )
+      .returning([...REPLY_COLUMNS, isoTimestamp('created_at').as('timestamp')]),
+    (reply: NewReplyFields) => [reply.post_id, reply.content, reply.student_name ?? null],
+  );
+
+  /** One UPDATE per reaction kind: `$2` added to its counter of post `$1`, the post answered. */
+  const reactTo = {} as Record<ReactionKind, Prepared<PostView, [postId: number, count: number]>>;
+  for (const kind of REACTION_KINDS) {
+    const column = `${kind}_count` as const;
+    reactTo[kind] = prepare(
+      db,
+      db
+        .updateTable('posts')
+        .set((eb) => ({ [column]: eb(column, '+', param<number>(2)) }))
+        .where('id', '=', param<number>(1))
+        .returning(postColumns),
+      (postId: number, count: number) => [postId, count],
+    );
+  }
+
   async function withReplies(posts: PostView[]): Promise<PostWithReplies[]> {
     const replies = await firstReplies(posts);
     return posts.map((post) => ({ post, replies: replies.get(post.id) ?? [] }));
@@ -157,12 +219,8 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
       return { posts, replies: await firstReplies(posts), hasMore };
     },
 
-    async insertPost(post: NewPost): Promise<PostView> {
-      return db
-        .insertInto('posts')
-        .values(post)
-        .returning([...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')])
-        .executeTakeFirstOrThrow();
+    async insertPost(post: NewPostFields): Promise<PostView> {
+      return (await insertOne(post))[0];
     },
 
     /** Adds many posts in one statement (seeding). */
@@ -172,25 +230,9 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
       return rows.map((r) => r.id);
     },
 
-    /**
-     * Adds a reply and counts it on its post, atomically; null when the post does not exist. The
-     * counter update locks the post row, so concurrent replies never lose a count.
-     */
-    async insertReply(reply: NewReply): Promise<ReplyView | null> {
-      return db.transaction().execute(async (trx: Transaction<MicroblogDatabase>) => {
-        const post = await trx
-          .updateTable('posts')
-          .set((eb) => ({ reply_count: eb('reply_count', '+', 1) }))
-          .where('id', '=', reply.post_id)
-          .returning('id')
-          .executeTakeFirst();
-        if (!post) return null;
-        return trx
-          .insertInto('replies')
-          .values(reply)
-          .returning([...REPLY_COLUMNS, isoTimestamp('created_at').as('timestamp')])
-          .executeTakeFirstOrThrow();
-      });
+    /** Adds a reply and counts it on its post, atomically; null when the post does not exist. */
+    async insertReply(reply: NewReplyFields): Promise<ReplyView | null> {
+      return (await replyTo(reply))[0] ?? null;
     },
 
     /** Adds many replies and their counts (seeding); all posts must exist. */
@@ -210,13 +252,7 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
      * returns the post with its replies; null when the post does not exist.
      */
     async addReaction(postId: number, kind: ReactionKind, count = 1): Promise<PostWithReplies | null> {
-      const column = `${kind}_count` as const;
-      const post = await db
-        .updateTable('posts')
-        .set((eb) => ({ [column]: eb(column, '+', count) }))
-        .where('id', '=', postId)
-        .returning([...POST_COLUMNS, isoTimestamp('created_at').as('timestamp')])
-        .executeTakeFirst();
+      const [post] = await reactTo[kind](postId, count);
       return post ? (await withReplies([post]))[0] : null;
     },
   };

@@ -110,6 +110,36 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
       pageFromRows(await followPages[direction][request.mode](userId, request), userFromPageRow),
   });
 
+  /** The follow edge of `$1` to `$2`, read, added (nothing when there) or removed. */
+  const edge = (follower: number, followed: number) => [follower, followed];
+  const isFollowing = prepare(
+    db,
+    db
+      .selectFrom('followers')
+      .select('follower_id')
+      .where('follower_id', '=', param<number>(1))
+      .where('followed_id', '=', param<number>(2)),
+    edge,
+  );
+  const follow = prepare(
+    db,
+    db
+      .insertInto('followers')
+      .values({ follower_id: param<number>(1), followed_id: param<number>(2) })
+      .onConflict((oc) => oc.doNothing())
+      .returning('follower_id'),
+    edge,
+  );
+  const unfollow = prepare(
+    db,
+    db
+      .deleteFrom('followers')
+      .where('follower_id', '=', param<number>(1))
+      .where('followed_id', '=', param<number>(2))
+      .returning('follower_id'),
+    edge,
+  );
+
   /** Every user by id, with the total from `totals`: offset pages only. */
   const allPage = prepare(
     db,
@@ -287,35 +317,17 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
     followers: (userId: number) => followList(userId, 'followers'),
 
     async isFollowing(followerId: number, followedId: number): Promise<boolean> {
-      const row = await db
-        .selectFrom('followers')
-        .select('follower_id')
-        .where('follower_id', '=', followerId)
-        .where('followed_id', '=', followedId)
-        .executeTakeFirst();
-      return row !== undefined;
+      return (await isFollowing(followerId, followedId)).length === 1;
     },
 
     /** False when already followed (nothing changes). A vanished user is a foreign key error. */
     async follow(followerId: number, followedId: number): Promise<boolean> {
-      const rows = await db
-        .insertInto('followers')
-        .values({ follower_id: followerId, followed_id: followedId })
-        .onConflict((oc) => oc.doNothing())
-        .returning('follower_id')
-        .execute();
-      return rows.length === 1;
+      return (await follow(followerId, followedId)).length === 1;
     },
 
     /** False when not followed. */
     async unfollow(followerId: number, followedId: number): Promise<boolean> {
-      const rows = await db
-        .deleteFrom('followers')
-        .where('follower_id', '=', followerId)
-        .where('followed_id', '=', followedId)
-        .returning('follower_id')
-        .execute();
-      return rows.length === 1;
+      return (await unfollow(followerId, followedId)).length === 1;
     },
   };
 }

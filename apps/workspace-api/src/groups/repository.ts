@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Kysely, type Transaction, type Updateable } from 'kysely';
-import { SQLSTATE, sqlState } from '@platform/db';
+import { prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { GroupRow, GroupsTable, UserRow, WorkspaceDatabase } from '../db/schema';
 import { deleteWhere } from '../db/statements';
 
@@ -25,11 +25,15 @@ async function unlessNameTaken<T>(statement: () => Promise<T>): Promise<T | 'nam
 
 /** Every statement the groups feature runs: groups, and the user ↔ group memberships. */
 export function createGroupsRepository(db: Kysely<WorkspaceDatabase>) {
+  /** Every group, by priority (ascending: the lower number wins in Kasm), then name. */
+  const allGroups = prepare(
+    db,
+    db.selectFrom('groups').selectAll().orderBy('priority').orderBy('name'),
+    () => [],
+  );
+
   return {
-    /** Every group, by priority (ascending: the lower number wins in Kasm), then name. */
-    async listGroups(): Promise<GroupRow[]> {
-      return db.selectFrom('groups').selectAll().orderBy('priority').orderBy('name').execute();
-    },
+    listGroups: (): Promise<GroupRow[]> => allGroups(),
 
     async findGroup(id: string): Promise<GroupRow | undefined> {
       return db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { SQLSTATE, sqlState } from '@platform/db';
+import { param, prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { ImageRow, NewImage, WorkspaceDatabase } from '../db/schema';
 import { deleteWhere, insertMissing } from '../db/statements';
 import type { InstalledEntry } from './registry';
@@ -17,11 +17,22 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
   /** Images in installation order (then by id), the order every listing uses. */
   const images = () =>
     db.selectFrom('images').selectAll('images').orderBy('images.created').orderBy('images.id');
+  const allImages = prepare(db, images(), () => []);
+  /** The union of the images the groups of user `$1` may use, each once. */
+  const imagesOfUser = prepare(
+    db,
+    images().where('images.id', 'in', (eb) =>
+      eb
+        .selectFrom('group_images')
+        .innerJoin('user_groups', 'user_groups.group_id', 'group_images.group_id')
+        .select('group_images.image_id')
+        .where('user_groups.user_id', '=', param<string>(1)),
+    ),
+    (userId: string) => [userId],
+  );
 
   return {
-    list(): Promise<ImageRow[]> {
-      return images().execute();
-    },
+    list: (): Promise<ImageRow[]> => allImages(),
 
     /**
      * Installs an entry; undefined when an image of that name exists (also when a concurrent install
@@ -68,17 +79,7 @@ export function createImagesRepository(db: Kysely<WorkspaceDatabase>) {
     },
 
     /** The union of the images the user's groups may use, each once, in one statement. */
-    listForUser(userId: string): Promise<ImageRow[]> {
-      return images()
-        .where('images.id', 'in', (eb) =>
-          eb
-            .selectFrom('group_images')
-            .innerJoin('user_groups', 'user_groups.group_id', 'group_images.group_id')
-            .select('group_images.image_id')
-            .where('user_groups.user_id', '=', userId),
-        )
-        .execute();
-    },
+    listForUser: (userId: string): Promise<ImageRow[]> => imagesOfUser(userId),
 
     /**
      * Allows a group to use an image, in one statement; allowing it again changes nothing. A missing

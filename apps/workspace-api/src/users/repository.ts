@@ -62,15 +62,37 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
     Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),
     page?.limit ?? null,
   ]);
+  const byId = prepare(
+    db,
+    db.selectFrom('users').selectAll().where('id', '=', param<string>(1)),
+    (id: string) => [id],
+  );
+  const byUsername = prepare(
+    db,
+    db.selectFrom('users').selectAll().where('username', '=', param<string>(1)),
+    (username: string) => [username],
+  );
+  /** `$1`: the user ids, as one array (one statement text whatever their number). */
+  const membershipsOfIds = prepare(
+    db,
+    db
+      .selectFrom('user_groups')
+      .innerJoin('groups', 'groups.id', 'user_groups.group_id')
+      .select(['user_groups.user_id', 'groups.id as group_id', 'groups.name'])
+      .where('user_groups.user_id', '=', sql<string>`any(${param<string[]>(1)}::uuid[])`)
+      .orderBy('groups.priority', 'desc')
+      .orderBy('groups.name'),
+    (userIds: string[]) => [userIds],
+  );
 
   return {
     async findById(id: string): Promise<UserRow | undefined> {
-      return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+      return (await byId(id))[0];
     },
 
     /** `username` must already be normalised (trimmed, lowercased), as stored. */
     async findByUsername(username: string): Promise<UserRow | undefined> {
-      return db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+      return (await byUsername(username))[0];
     },
 
     /** A page of users (every user without `page`) with their groups and the total, in one statement. */
@@ -87,14 +109,7 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
      * higher number first), then name.
      */
     async membershipsOf(userIds: string[]): Promise<MembershipRow[]> {
-      return db
-        .selectFrom('user_groups')
-        .innerJoin('groups', 'groups.id', 'user_groups.group_id')
-        .select(['user_groups.user_id', 'groups.id as group_id', 'groups.name'])
-        .where('user_groups.user_id', 'in', userIds)
-        .orderBy('groups.priority', 'desc')
-        .orderBy('groups.name')
-        .execute();
+      return membershipsOfIds(userIds);
     },
 
     /**

@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { openDatabase, type Database } from '@platform/db';
+import { buildApp } from '../src/app';
+import type { SocialDatabase } from '../src/db/schema';
+import { buildTestApp, type TestApp, type TestUser } from './support/app';
+
+/**
+ * GET /api/posts, an authenticated page (the token check, then the page), answered many times by
+ * the real app over a pool of one connection: PostgreSQL parses each statement a request sends
+ * once on that connection, not once per request. Told by PostgreSQL itself: pg_prepared_statements
+ * lists the statements prepared in that session, with how many times each ran.
+ */
+describe('GET /api/posts: its statements prepared once per connection', () => {
+  const REQUESTS = 30;
+  let t: TestApp;
+  let user: TestUser;
+  let one: Database<SocialDatabase>;
+  let app: FastifyInstance;
+  const ran: string[] = [];
+
+  beforeAll(async () => {
+    t = await buildTestApp();
+    user = await t.register();
+    for (const text of ['first', 'second', 'third'])
+      expect(
+        (await t.as(user.token, { method: 'POST', url: '/api/posts', payload: { text } })).statusCode,
+      ).toBe(201);
+    // The same app over the same schema and clock, on a pool of one connection: every statement of
+    // every request runs on it, and so does the look at pg_prepared_statements.
+    one = await openDatabase<SocialDatabase>(
+      { ...t.config.database, poolMax: 1 },
+      { onQuery: (event) => event.level === 'query' && ran.push(event.query.sql) },
+    );
+    app = await buildApp(t.config, { database: one, clock: t.clock.now });
+    await app.ready();
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    await one?.close();
+    await t?.close();
+  });
+
+  test(`${REQUESTS} requests: each statement of a request prepared once, run ${REQUESTS} times`, async () => {
+    ran.length = 0;
+    for (let i = 0; i < REQUESTS; i++) {
+      const response = await app.inject({
+        method: 'GET',
+        url: '/api/posts',
+        headers: { authorization: `Bearer ${user.token}` },
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().data).toHaveLength(3);
+    }
+    // What every request sent: the statements run once per request.
+    const perRequest = [...new Set(ran)].filter((text) => ran.filter((r) => r === text).length === REQUESTS);
+    expect(perRequest.length).toBeGreaterThanOrEqual(2);
+    const { rows } = await sql<{ statement: string; runs: number }>`
+      select statement, (generic_plans + custom_plans)::int as runs
+      from pg_prepared_statements where not from_sql`.execute(one.db);
+    for (const text of perRequest)
+      expect({ text, runs: rows.filter((row) => row.statement === text).map((row) => row.runs) }).toEqual({
+        text,
+        runs: [REQUESTS],
+      });
+  });
+});
