@@ -57,20 +57,12 @@ describe('hostile-input storm', () => {
     });
     const before = { rows: await testing.tableRowCounts(database), totals: await storedTotals(database) };
 
-    const report = await testing.runHostileStorm({
-      baseUrl,
+    const report = await testing.runServiceStorm('microblog', server(), {
       routes,
       count: 10_000,
-      seed: testing.hostileSeed(1111),
-      dialect: problemDetailsDialect,
-      bodyLimit: BODY_LIMIT,
+      seed: 1111,
       requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'reject' },
     });
-    console.log(
-      `microblog storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
-        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}; ` +
-        `integer sweep: ${report.integers.sent} requests to ${report.integers.targets.length} parameters`,
-    );
     testing.assertStormClean(report);
     expect(report.sent).toBe(10_000);
     expect(report.framing).toBeGreaterThanOrEqual(routes.length * 10);
@@ -94,14 +86,10 @@ describe('hostile-input storm', () => {
     const list = await fetch(`${baseUrl}/api/microblog`);
     expect(list.status).toBe(200);
     expect(((await list.json()) as { id: number }[]).map((p) => p.id)).toEqual([postId]);
-    const post = await fetch(`${baseUrl}/api/microblog`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        content: 'after the storm',
-        quest_topic: 'privacy_security',
-        student_name: 'Di',
-      }),
+    const post = await testing.postJson(`${baseUrl}/api/microblog`, {
+      content: 'after the storm',
+      quest_topic: 'privacy_security',
+      student_name: 'Di',
     });
     expect(post.status).toBe(201);
   }, 120_000);
@@ -110,99 +98,69 @@ describe('hostile-input storm', () => {
     // The kit's dialect test app, with rules that are wrong on purpose: the storm believes requests
     // invalid that the app accepts (GET /things with a parameter it ignores, POST /things with any
     // name), and sends query strings to GET /boom, which always fails with a 500.
-    const app = await testing.dialectTestApp(problemDetailsDialect);
-    try {
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      const { port } = app.server.address() as { port: number };
-      const report = await testing.runHostileStorm({
-        baseUrl: `http://127.0.0.1:${port}`,
-        routes: [
-          { method: 'GET', path: '/boom', rules: { query: { properties: { x: {} }, not: {} } } },
-          {
-            method: 'GET',
-            path: '/things',
-            query: { limit: '7' },
-            // `other` is no parameter of the route: the app ignores what the storm believes invalid.
-            rules: { query: { properties: { limit: {}, other: { type: 'integer' } } } },
-          },
-          {
-            method: 'POST',
-            path: '/things',
-            body: { name: 'abc', kind: 'a' },
-            rules: { body: { properties: { name: { enum: ['none'] } } } },
-          },
-        ],
-        count: 300,
-        seed: 7,
-        dialect: problemDetailsDialect,
-        bodyLimit: testing.DIALECT_TEST_BODY_LIMIT,
-        requestRules: testing.STRICT_REQUEST_RULES,
-      });
-      const problems = report.failures.flatMap((f) => f.problems);
-      expect(report.failures.some((f) => f.status === 500 && f.request.startsWith('GET /boom?'))).toBe(true);
-      expect(report.failures.some((f) => f.status === 200 && f.request.startsWith('GET /things?'))).toBe(
-        true,
-      );
-      expect(report.failures.some((f) => f.status === 201)).toBe(true);
-      expect(problems).toContain('status 500, not a 4xx');
-      expect(problems).toContain('body is not in the dialect');
-      expect(() => testing.assertStormClean(report)).toThrow(/seed 7 \(replay: HOSTILE_SEED=7\)/);
-    } finally {
-      await app.close();
-    }
+    const report = await testing.stormDialectTestApp(problemDetailsDialect, {
+      routes: [
+        { method: 'GET', path: '/boom', rules: { query: { properties: { x: {} }, not: {} } } },
+        {
+          method: 'GET',
+          path: '/things',
+          query: { limit: '7' },
+          // `other` is no parameter of the route: the app ignores what the storm believes invalid.
+          rules: { query: { properties: { limit: {}, other: { type: 'integer' } } } },
+        },
+        {
+          method: 'POST',
+          path: '/things',
+          body: { name: 'abc', kind: 'a' },
+          rules: { body: { properties: { name: { enum: ['none'] } } } },
+        },
+      ],
+      count: 300,
+      seed: 7,
+    });
+    const problems = report.failures.flatMap((f) => f.problems);
+    expect(report.failures.some((f) => f.status === 500 && f.request.startsWith('GET /boom?'))).toBe(true);
+    expect(report.failures.some((f) => f.status === 200 && f.request.startsWith('GET /things?'))).toBe(true);
+    expect(report.failures.some((f) => f.status === 201)).toBe(true);
+    expect(problems).toContain('status 500, not a 4xx');
+    expect(problems).toContain('body is not in the dialect');
+    expect(() => testing.assertStormClean(report)).toThrow(/seed 7 \(replay: HOSTILE_SEED=7\)/);
   });
 
   test('the integer sweep aims at every integer parameter and reports one without a declared range', async () => {
     // `GET /things?limit=` declares 1..10; `GET /things/:id` echoes any id: nothing bounds it, so the
     // sweep reports every value beyond JavaScript's exact integers instead of skipping it silently.
-    const app = await testing.dialectTestApp(problemDetailsDialect);
-    try {
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      const { port } = app.server.address() as { port: number };
-      const report = await testing.runHostileStorm({
-        baseUrl: `http://127.0.0.1:${port}`,
-        routes: [
-          {
-            method: 'GET',
-            path: '/things',
-            query: { limit: '7' },
-            schemas: {
-              query: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 10 } } },
-            },
+    const report = await testing.stormDialectTestApp(problemDetailsDialect, {
+      routes: [
+        {
+          method: 'GET',
+          path: '/things',
+          query: { limit: '7' },
+          schemas: {
+            query: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 10 } } },
           },
-          { method: 'GET', path: '/things/:id', params: { id: '12' } },
-        ],
-        count: 0,
-        seed: 7,
-        dialect: problemDetailsDialect,
-        bodyLimit: testing.DIALECT_TEST_BODY_LIMIT,
-        requestRules: testing.STRICT_REQUEST_RULES,
-      });
-      expect(report.integers.targets).toEqual(['GET /things query.limit', 'GET /things/:id params.id']);
-      // The kit's app has no guard against Ajv's coercion of `Infinity` (the services have one): the
-      // sweep finds it; every other value was refused.
-      const accepted = report.failures.filter((f) => f.status !== undefined).map((f) => f.request);
-      expect(accepted.sort()).toEqual(
-        ['GET /things?limit=-1e309 []', 'GET /things?limit=1e309 []', 'GET /things?limit=Infinity []'].sort(),
-      );
-      // limit: 2^31 - 1, -2^31, every out-of-range integer, fractions and non-finite values.
-      expect(report.integers.sent).toBe(24);
-      const unbounded = report.failures.map((f) => f.request);
-      for (const value of [
-        '9007199254740992',
-        '9223372036854775808',
-        '-9223372036854775809',
-        '1e+23',
-        '1e309',
-      ])
-        expect(unbounded).toContain(`GET /things/:id params.id = ${value}`);
-      expect(unbounded).not.toContain('GET /things/:id params.id = 2147483648');
-      expect(unbounded.filter((r) => r.startsWith('GET /things/:id'))).toHaveLength(
-        report.failures.length - accepted.length,
-      );
-    } finally {
-      await app.close();
-    }
+        },
+        { method: 'GET', path: '/things/:id', params: { id: '12' } },
+      ],
+      count: 0,
+      seed: 7,
+    });
+    expect(report.integers.targets).toEqual(['GET /things query.limit', 'GET /things/:id params.id']);
+    // The kit's app has no guard against Ajv's coercion of `Infinity` (the services have one): the
+    // sweep finds it; every other value was refused.
+    const accepted = report.failures.filter((f) => f.status !== undefined).map((f) => f.request);
+    expect(accepted.sort()).toEqual(
+      ['GET /things?limit=-1e309 []', 'GET /things?limit=1e309 []', 'GET /things?limit=Infinity []'].sort(),
+    );
+    // limit: 2^31 - 1, -2^31, every out-of-range integer, fractions and non-finite values.
+    expect(report.integers.sent).toBe(24);
+    const unbounded = report.failures.map((f) => f.request);
+    for (const value of ['9007199254740992', '9223372036854775808', '-9223372036854775809', '1e+23', '1e309'])
+      expect(unbounded).toContain(`GET /things/:id params.id = ${value}`);
+    expect(unbounded).not.toContain('GET /things/:id params.id = 2147483648');
+    expect(unbounded.filter((r) => r.startsWith('GET /things/:id'))).toHaveLength(
+      report.failures.length - accepted.length,
+    );
   });
 
   test('an answer without the security headers or in another format is reported', () => {
@@ -238,8 +196,6 @@ describe('hostile-input storm', () => {
     const requests = (seed: number) => {
       const generator = new testing.HostileGenerator({
         seed,
-        routes: [route],
-        dialect: problemDetailsDialect,
         bodyLimit: BODY_LIMIT,
         requestRules: testing.STRICT_REQUEST_RULES,
       });

@@ -1,6 +1,4 @@
 import * as testing from '@platform/testing';
-import { BODY_LIMIT } from '../src/config';
-import { socialDialect } from '../src/errors';
 import { basic } from './support/app';
 import { startTestServer } from './support/server';
 
@@ -30,6 +28,13 @@ describe('hostile-input storm', () => {
     not: { required: ['offset', 'after'] },
   };
   const page = { query: { limit: '5', offset: '0' }, rules: { query: paging } };
+  /** A page of the collection of the user (or post) `id`, which names exactly that one. */
+  const pageOf = (id: number): testing.RouteExample => ({
+    auth: true,
+    ...page,
+    params: { id: String(id) },
+    rules: { query: paging, params: pathNames(id) },
+  });
 
   test('10,000 bad requests across every route: 0 × 5xx, every error in the envelope, nothing stored', async () => {
     const t = server();
@@ -86,19 +91,9 @@ describe('hostile-input storm', () => {
         },
       },
       'GET /api/me/following': { ...token, ...page },
-      'GET /api/users/{id}/following': {
-        ...token,
-        ...page,
-        params: { id: String(bob.id) },
-        rules: { query: paging, params: pathNames(bob.id) },
-      },
+      'GET /api/users/{id}/following': pageOf(bob.id),
       'GET /api/me/followers': { ...token, ...page },
-      'GET /api/users/{id}/followers': {
-        ...token,
-        ...page,
-        params: { id: String(carol.id) },
-        rules: { query: paging, params: pathNames(carol.id) },
-      },
+      'GET /api/users/{id}/followers': pageOf(carol.id),
       'GET /api/me/following/{id}': {
         ...token,
         params: { id: String(carol.id) },
@@ -132,27 +127,27 @@ describe('hostile-input storm', () => {
         params: { id: String(alicePost) },
         rules: { params: pathNames(alicePost) },
       },
-      'GET /api/users/{id}/posts': {
-        ...token,
-        ...page,
-        params: { id: String(bob.id) },
-        rules: { query: paging, params: pathNames(bob.id) },
-      },
+      'GET /api/users/{id}/posts': pageOf(bob.id),
       'GET /api/feed': { ...token, ...page },
     });
 
     /** Alice's bearer token (Basic credentials on POST /api/tokens); a forged, foreign or malformed one; or none. */
-    const authenticate: testing.Authenticate = (draft, kind, random, route) => {
+    const authenticate: testing.Authenticate = (draft, kind, choices, route) => {
       if (kind === 'none') return;
       const login = route.path === '/api/tokens' && route.method === 'POST';
       const [, payload = ''] = alice.token.split('.');
       draft.headers.authorization = login
         ? kind === 'valid'
           ? basic('alice', 'password')
-          : random.pick([basic('alice', 'wrong'), basic('nobody', 'password'), 'Basic %%%', 'Basic YWxpY2U='])
+          : choices.pick([
+              basic('alice', 'wrong'),
+              basic('nobody', 'password'),
+              'Basic %%%',
+              'Basic YWxpY2U=',
+            ])
         : kind === 'valid'
           ? `Bearer ${alice.token}`
-          : random.pick([
+          : choices.pick([
               `Bearer ${alice.token.slice(0, -2)}xx`,
               `Bearer x.${payload}.y`,
               'Bearer ',
@@ -163,27 +158,14 @@ describe('hostile-input storm', () => {
     };
 
     const before = await testing.tableRowCounts(database);
-    const report = await testing.runHostileStorm({
-      baseUrl,
+    const report = await testing.runServiceStorm('social', t, {
       routes,
       count: 10_000,
-      seed: testing.hostileSeed(3333),
-      dialect: socialDialect,
-      bodyLimit: BODY_LIMIT,
-      requestRules: {
-        trim: true,
-        rejectNul: true,
-        jsonOnly: true,
-        emptyBody: 'as-empty-object',
-        blankBodyIsEmpty: true,
-      },
+      seed: 3333,
+      // The service's rules: the kit's strict ones, but an empty (or `null`) body reads as `{}`.
+      requestRules: { ...testing.STRICT_REQUEST_RULES, emptyBody: 'as-empty-object', blankBodyIsEmpty: true },
       authenticate,
     });
-    console.log(
-      `social storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
-        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}; ` +
-        `integer sweep: ${report.integers.sent} requests to ${report.integers.targets.length} parameters`,
-    );
     testing.assertStormClean(report);
     expect(report.sent).toBe(10_000);
     // Issue #21: integers beyond 2^31, 2^53 and 2^63 (and their negatives, huge decimal and exponent
@@ -225,11 +207,11 @@ describe('hostile-input storm', () => {
     expect(feed.status).toBe(200);
     const { data } = (await feed.json()) as { data: { id: number }[] };
     expect(data.map((p) => p.id)).toEqual([alicePost]);
-    const created = await fetch(`${baseUrl}/api/posts`, {
-      method: 'POST',
-      headers: { authorization, 'content-type': 'application/json' },
-      body: JSON.stringify({ text: 'after the storm' }),
-    });
+    const created = await testing.postJson(
+      `${baseUrl}/api/posts`,
+      { text: 'after the storm' },
+      { authorization },
+    );
     expect(created.status).toBe(201);
   }, 120_000);
 });

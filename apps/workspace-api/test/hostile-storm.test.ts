@@ -1,7 +1,5 @@
 import * as testing from '@platform/testing';
 import { MAX_ID } from '@platform/schema';
-import { BODY_LIMIT } from '../src/config';
-import { kasmDialect } from '../src/errors';
 import { dashed } from './support/kasm';
 import { workspaceEntry } from './support/registry';
 import { startTestServer } from './support/server';
@@ -204,18 +202,18 @@ describe('hostile-input storm', () => {
     });
 
     /** A good key in the body or the headers; a bad one (wrong secret, unknown key, empty); or none. */
-    const authenticate: testing.Authenticate = (draft, kind, random) => {
+    const authenticate: testing.Authenticate = (draft, kind, choices) => {
       if (kind === 'none') return;
       const pair =
         kind === 'valid'
           ? admin
-          : random.pick([
+          : choices.pick([
               { ...admin, api_key_secret: 'x'.repeat(32) },
               { api_key: 'nosuchkey123', api_key_secret: admin.api_key_secret },
               { api_key: admin.api_key, api_key_secret: '' },
             ]);
       const body = draft.body as Record<string, unknown> | undefined;
-      if (body && typeof body === 'object' && !Array.isArray(body) && random.chance(0.6))
+      if (body && typeof body === 'object' && !Array.isArray(body) && choices.chance(0.6))
         Object.assign(body, pair);
       else {
         draft.headers['api-key'] = pair.api_key;
@@ -224,21 +222,13 @@ describe('hostile-input storm', () => {
     };
 
     const before = await testing.tableRowCounts(database);
-    const report = await testing.runHostileStorm({
-      baseUrl,
+    const report = await testing.runServiceStorm('workspace', server(), {
       routes,
       count: 10_000,
-      seed: testing.hostileSeed(2222),
-      dialect: kasmDialect,
-      bodyLimit: BODY_LIMIT,
+      seed: 2222,
       requestRules: { trim: true, rejectNul: true, jsonOnly: true, emptyBody: 'as-empty-object' },
       authenticate,
     });
-    console.log(
-      `workspace storm: seed ${report.seed}, ${report.sent} requests + ${report.framing} framing in ${report.durationMs} ms; ` +
-        `statuses ${JSON.stringify(report.statuses)}; mutations ${JSON.stringify(report.mutations)}; ` +
-        `integer sweep: ${report.integers.sent} requests to ${report.integers.targets.length} parameters`,
-    );
     testing.assertStormClean(report);
     expect(report.sent).toBe(10_000);
     // Issue #21: integers beyond 2^31, 2^53 and 2^63 (and their negatives, huge decimal and exponent
@@ -263,19 +253,13 @@ describe('hostile-input storm', () => {
     expect(await testing.tableRowCounts(database)).toEqual(before);
 
     // Still serving: a read and a write over HTTP.
-    const headers = { 'content-type': 'application/json' };
-    const users = await fetch(`${baseUrl}/api/public/get_users`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(admin),
-    });
+    const users = await testing.postJson(`${baseUrl}/api/public/get_users`, admin);
     expect(users.status).toBe(200);
     const { users: listed } = (await users.json()) as { users: { username: string }[] };
     expect(listed.map((u) => u.username)).toEqual(['storm-user']);
-    const created = await fetch(`${baseUrl}/api/public/create_group`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ ...admin, target_group: { name: 'after the storm', priority: 50 } }),
+    const created = await testing.postJson(`${baseUrl}/api/public/create_group`, {
+      ...admin,
+      target_group: { name: 'after the storm', priority: 50 },
     });
     expect(created.status).toBe(200);
   }, 120_000);

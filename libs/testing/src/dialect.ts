@@ -32,6 +32,8 @@ export interface DialectTestAppOptions {
   server?: Omit<ServerOptionsInput, 'dialect' | 'bodyLimit'>;
   /** Bearer token /metrics requires (default: none). */
   metricsToken?: string;
+  /** Routes of the test's own, registered after the kit's (e.g. one with a bug planted on purpose). */
+  routes?: (app: FastifyInstance) => void;
 }
 
 /**
@@ -118,6 +120,7 @@ export async function dialectTestApp(
       'querystring',
     );
   });
+  options.routes?.(app);
   await app.ready();
   return app;
 }

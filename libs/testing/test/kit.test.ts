@@ -5,11 +5,8 @@
  */
 import Fastify from 'fastify';
 import { sql } from 'kysely';
-import { Type } from '@sinclair/typebox';
 import { openDatabase, type Database, type DatabaseConfig } from '@platform/db';
 import { testDatabase } from '@platform/db/testing';
-import { reasonPhrase, type ErrorDialect } from '@platform/http-kit';
-import { FieldError } from '@platform/schema';
 import {
   buildTestApp,
   childProcessEnv,
@@ -21,17 +18,7 @@ import {
   rawExchange,
   waitUntilReady,
 } from '../src';
-
-const KitError = Type.Object(
-  { status: Type.Integer(), title: Type.String(), detail: Type.String(), fields: Type.Array(FieldError) },
-  { $id: 'KitError' },
-);
-const dialect: ErrorDialect = {
-  schemaRef: 'KitError',
-  schemas: [FieldError, KitError],
-  contentType: 'application/vnd.kit-error+json; charset=utf-8',
-  body: (p) => ({ status: p.status, title: reasonPhrase(p.status), detail: p.detail, fields: p.fields }),
-};
+import { kitDialect as dialect } from './support/dialect';
 
 describe('buildTestApp', () => {
   interface Config {

@@ -1,0 +1,12 @@
+export * from './answers';
+export * from './harness';
+export * from './framing';
+export * from './integers';
+export type { HostileValue } from './json';
+export * from './openapi';
+export * from './requests';
+export * from './routes';
+export type { Minimal, Replay } from './shrink';
+export * from './storm';
+export * from './stored';
+export * from './texts';
