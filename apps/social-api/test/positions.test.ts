@@ -138,10 +138,14 @@ async function bucketProblems() {
     from (select 0 as scope, count(*) as posts from posts union all select user_id, count(*) from posts group by user_id) s`.execute(
     db(),
   );
+  const users = await sql<{ lo: number }>`
+    select lo from (select (id >> 10) << 10 as lo, count(*) as n from users group by 1) actual
+    full join user_buckets b using (lo) where actual.n is distinct from b.n`.execute(db());
   return {
     wrongBuckets: wrong,
     wrongScopes: sums.rows.filter((r) => Number(r.counted ?? 0) !== Number(r.posts)),
     oversized: rows.filter((r) => r.n > 2 * BUCKET_ROWS).length,
+    wrongUserRanges: users.rows.map((r) => r.lo),
   };
 }
 
@@ -188,13 +192,23 @@ test('after any mix of writes, every page in both modes equals the plain ordered
     await sql`update posts set text = text || '!' where id in (select id from posts order by random() limit 5)`.execute(
       db(),
     );
-    expect(await bucketProblems()).toEqual({ wrongBuckets: [], wrongScopes: [], oversized: 0 });
+    expect(await bucketProblems()).toEqual({
+      wrongBuckets: [],
+      wrongScopes: [],
+      oversized: 0,
+      wrongUserRanges: [],
+    });
     await expectExactPages(null);
     await expectExactPages(faker.helpers.arrayElement(authors));
   }
   // An author deleted with their posts (a cascade), then every post at once.
   await db().deleteFrom('users').where('id', '=', authors[0]).execute();
-  expect(await bucketProblems()).toEqual({ wrongBuckets: [], wrongScopes: [], oversized: 0 });
+  expect(await bucketProblems()).toEqual({
+    wrongBuckets: [],
+    wrongScopes: [],
+    oversized: 0,
+    wrongUserRanges: [],
+  });
   await expectExactPages(null);
   await sql`truncate posts`.execute(db());
   expect(await db().selectFrom('post_buckets').selectAll().execute()).toEqual([]);
@@ -232,7 +246,12 @@ test('writers racing each other and readers of deep pages lose no count', async 
       [read, remove, move, move, () => write(writers[i % 3], i)][i % 5](),
     ),
   );
-  expect(await bucketProblems()).toEqual({ wrongBuckets: [], wrongScopes: [], oversized: 0 });
+  expect(await bucketProblems()).toEqual({
+    wrongBuckets: [],
+    wrongScopes: [],
+    oversized: 0,
+    wrongUserRanges: [],
+  });
   // Each deep page is in order and as long as its total allows.
   for (const p of deep) {
     const keys = p.data.map((post) => [post.timestamp, post.id] as const);
@@ -286,16 +305,74 @@ test('the repair command restores a deliberately broken structure', async () => 
     db(),
   );
   await sql`delete from post_buckets where scope = (select max(scope) from post_buckets)`.execute(db());
-  // One bucket counts 3 too many (so does its scope, all posts); one author's posts have no bucket.
+  await sql`update user_buckets set n = n + 1 where lo = (select min(lo) from user_buckets)`.execute(db());
+  // One bucket counts 3 too many (so does its scope, all posts); one author's posts have no bucket;
+  // one range of user ids counts one user too many.
   const broken = await bucketProblems();
-  expect([broken.wrongBuckets.length, broken.wrongScopes.length]).toEqual([1, 2]);
+  expect([broken.wrongBuckets.length, broken.wrongScopes.length, broken.wrongUserRanges.length]).toEqual([
+    1, 2, 1,
+  ]);
   // Pages read the buckets (no count behind them), so a deep page is now off.
   const env = childProcessEnv(t.config.database as { url: string; schema: string }, { LOG_LEVEL: 'silent' });
   const repair = () => run(process.execPath, [...CLI, 'repair-positions'], { cwd: APP_DIR, env });
-  expect((await repair()).stdout).toMatch(/^Positions repaired: 3 wrong buckets found, \d+ now\.\n$/);
-  expect(await bucketProblems()).toMatchObject({ wrongBuckets: [], wrongScopes: [] });
+  expect((await repair()).stdout).toMatch(/^Positions repaired: 4 wrong buckets found, \d+ now\.\n$/);
+  expect(await bucketProblems()).toMatchObject({ wrongBuckets: [], wrongScopes: [], wrongUserRanges: [] });
   await expectExactPages(null);
   expect((await repair()).stdout).toMatch(/^Positions repaired: 0 wrong buckets found, \d+ now\.\n$/);
+}, 120_000);
+
+/** Pages of the list of all users at many depths against the plain query by id. */
+async function expectExactUserPages() {
+  const { rows: ids } = await sql<{ id: number }>`select id from users order by id`.execute(db());
+  const total = ids.length;
+  const offsets = new Set([
+    0,
+    total - 1,
+    ...faker.helpers.multiple(() => faker.number.int({ max: total - 1 }), { count: 8 }),
+  ]);
+  for (const offset of offsets) {
+    const limit = faker.number.int({ min: 1, max: 25 });
+    const url = `/api/users?offset=${offset}&limit=${limit}`;
+    const got = (await page(url)) as unknown as { pagination: Page['pagination']; data: { id: number }[] };
+    expect({ url, ...got.pagination, ids: got.data.map((u) => u.id) }).toEqual({
+      url,
+      limit,
+      offset,
+      count: Math.min(limit, total - offset),
+      total,
+      ids: ids.slice(offset, offset + limit).map((r) => r.id),
+    });
+  }
+}
+
+test('the list of all users: after registrations, bulk inserts across many ranges of ids, deletions and an id changed by hand, every page equals the plain query', async () => {
+  faker.seed(1500);
+  // Ids spread over many ranges of 1,024 (as years of sign-ups and deletions leave them).
+  const spread = faker.helpers.uniqueArray(() => faker.number.int({ min: 2000, max: 60_000 }), 400);
+  await sql`insert into users (id, username, email)
+    select id, 'spread' || id, 'spread' || id || '@example.com' from unnest(${spread}::int[]) id`.execute(
+    db(),
+  );
+  await Promise.all(Array.from({ length: 20 }, (_, i) => t.register({ username: `joiner${i}` })));
+  await sql`delete from users where id in (select id from users where username like 'spread%' order by random() limit 60)`.execute(
+    db(),
+  );
+  await sql`update users set id = 70000 where id = (select max(id) from users where username like 'spread%')`.execute(
+    db(),
+  );
+  expect((await bucketProblems()).wrongUserRanges).toEqual([]);
+  await expectExactUserPages();
+  // Registrations racing deletions of users in the same ranges.
+  await Promise.all([
+    ...Array.from({ length: 20 }, (_, i) => t.register({ username: `racer-user${i}` })),
+    ...Array.from({ length: 20 }, () =>
+      sql`delete from users where id = (select id from users where username like 'spread%' order by random() limit 1)`.execute(
+        db(),
+      ),
+    ),
+  ]);
+  expect((await bucketProblems()).wrongUserRanges).toEqual([]);
+  await expectExactUserPages();
 }, 120_000);
 
 type PlanNode = {

@@ -188,6 +188,7 @@ describe('statements and writes of the hot reads', () => {
         users: { ...zero, upd: lastSeenRows },
         posts: zero,
         post_buckets: zero,
+        user_buckets: zero,
         followers: zero,
         tokens: zero,
         totals: zero,

@@ -2,16 +2,17 @@ import { sql, type Kysely } from 'kysely';
 import type { SocialDatabase } from './schema';
 
 export interface PositionRepair {
-  /** Buckets whose count was wrong, plus scopes whose buckets did not cover all their posts. */
+  /** Buckets whose count was wrong (or missing), plus post scopes whose buckets did not cover all their posts. */
   wrong: number;
   /** Buckets there are after the repair. */
   buckets: number;
 }
 
 /**
- * How far the buckets (migration 2026-11-28T1400_post_positions) are from the posts: each bucket's
+ * How far the buckets are from the rows they count. Posts (migration 2026-11-28T1400): each bucket's
  * count against the posts in its range, and each scope's sum against its number of posts (a post
- * below a scope's first bucket counts in none). Index range counts, one pass over the posts per scope.
+ * below a scope's first bucket counts in none); index range counts, one pass over the posts per
+ * scope. Users (2026-11-28T1500): each range of ids against a count of its users.
  */
 async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
   const { rows } = await sql<{ wrong: string }>`
@@ -42,27 +43,33 @@ async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
     )
     select (select count(*) from counted where n <> actual)
       + (select count(*) from scopes s
-         where s.posts <> coalesce((select sum(n) from post_buckets b where b.scope = s.scope), 0)) as wrong`.execute(
-    db,
-  );
+         where s.posts <> coalesce((select sum(n) from post_buckets b where b.scope = s.scope), 0))
+      + (select count(*) from (select (id >> 10) << 10 as lo, count(*) as n from users group by 1) actual
+         full join user_buckets b using (lo) where actual.n is distinct from b.n) as wrong`.execute(db);
   return Number(rows[0].wrong);
 }
 
 /**
- * The repair of the buckets, like `repairCounters`: every scope cut again from its posts, in one
- * transaction that writers wait for (readers do not), after counting what was wrong.
+ * The repair of the buckets, like `repairCounters`: every post scope cut again from its posts and the
+ * users counted again per range of ids, in one transaction that writers wait for (readers do not),
+ * after counting what was wrong.
  */
 export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRepair> {
   return db.transaction().execute(async (tx) => {
-    // The counters' lock order: posts' writers wait; the totals row is the buckets' own lock.
-    await sql`lock table posts, totals in share row exclusive mode`.execute(tx);
+    // The counters' lock order: writers of posts and users wait; the totals row is post_buckets' own lock.
+    await sql`lock table posts, users, totals in share row exclusive mode`.execute(tx);
     const wrong = await wrongBuckets(tx);
     await sql`delete from post_buckets`.execute(tx);
     await sql`
       select cut_post_buckets(s.scope, '-infinity', 0, 'infinity', 0, coalesce(t.post_bucket_rows, 2000))
       from (select 0 as scope union all select distinct user_id from posts) s
       left join totals t on true`.execute(tx);
-    const { rows } = await sql<{ n: string }>`select count(*) as n from post_buckets`.execute(tx);
+    await sql`delete from user_buckets`.execute(tx);
+    await sql`insert into user_buckets (lo, n) select (id >> 10) << 10, count(*) from users group by 1`.execute(
+      tx,
+    );
+    const { rows } = await sql<{ n: string }>`
+      select (select count(*) from post_buckets) + (select count(*) from user_buckets) as n`.execute(tx);
     return { wrong, buckets: Number(rows[0].n) };
   });
 }

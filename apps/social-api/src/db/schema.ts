@@ -47,6 +47,12 @@ export interface PostBucketsTable {
   n: number;
 }
 
+/** Users per range of 1,024 ids (`lo`, a multiple of 1,024), kept by triggers (migration 2026-11-28T1500). */
+export interface UserBucketsTable {
+  lo: number;
+  n: number;
+}
+
 /** "A follows B" is the row (follower_id = A, followed_id = B). */
 export interface FollowersTable {
   follower_id: number;
@@ -82,6 +88,7 @@ export interface SocialDatabase {
   users: UsersTable;
   posts: PostsTable;
   post_buckets: PostBucketsTable;
+  user_buckets: UserBucketsTable;
   followers: FollowersTable;
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;

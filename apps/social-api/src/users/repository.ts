@@ -140,7 +140,22 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
     edge,
   );
 
-  /** Every user by id, with the total from `totals`: offset pages only. */
+  /**
+   * Every user by id, with the total from `totals`: offset pages only. The page's ids come from the
+   * range of 1,024 ids that holds the offset (a running sum over `user_buckets`, migration
+   * 2026-11-28T1500) and a walk inside it in users_pkey; only those users are read and formatted.
+   */
+  const allKeys = sql<{ id: number }>`(
+    select k.id from (
+      select t.lo, ${param(2)} - (t.through - t.n) as skip
+      from (select b.lo, b.n, sum(b.n) over (order by b.lo rows unbounded preceding) as through from user_buckets b) t
+      where t.through > ${param(2)}
+      order by t.lo limit 1
+    ) t
+    cross join lateral (
+      select u.id from users u where u.id >= t.lo order by u.id offset t.skip limit ${param(1)}
+    ) k
+  )`;
   const allPage = prepare(
     db,
     db
@@ -153,11 +168,22 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
           .as('c'),
       )
       .leftJoinLateral(
-        publicUsers()
+        db
+          .selectFrom(allKeys.as('k'))
+          // Each id dressed by its own lookup (kept whole by `offset 0`, never joined to the whole table).
+          .innerJoinLateral(
+            (eb) =>
+              eb
+                .selectFrom('users')
+                .select(publicUserColumns)
+                .whereRef('users.id', '=', 'k.id')
+                .modifyEnd(sql`offset 0`)
+                .as('dressed'),
+            (join) => join.onTrue(),
+          )
+          .selectAll('dressed')
           .where(sql<boolean>`${param(2)} < c.total`)
-          .orderBy('users.id')
-          .limit(param<number>(1))
-          .offset(param<number>(2))
+          .orderBy('k.id')
           .as('page'),
         (join) => join.onTrue(),
       )

@@ -5,6 +5,7 @@ import * as counters from './2026-11-25T1000_counters';
 import * as userResetSecretEmailVerified from './2026-11-28T1200_user_reset_secret_email_verified';
 import * as serviceSecrets from './2026-11-28T1300_service_secrets';
 import * as postPositions from './2026-11-28T1400_post_positions';
+import * as userPositions from './2026-11-28T1500_user_positions';
 
 /** Every migration, in order; names sort by time. Never edit one that has shipped: add another. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T1200_user_reset_secret_email_verified': userResetSecretEmailVerified,
   '2026-11-28T1300_service_secrets': serviceSecrets,
   '2026-11-28T1400_post_positions': postPositions,
+  '2026-11-28T1500_user_positions': userPositions,
 };
