@@ -64,4 +64,21 @@ describe('GET /api/posts: its statements prepared once per connection', () => {
         runs: [REQUESTS],
       });
   });
+
+  test("the feed's and the follow lists' pages are planned for each request's values: sent unnamed, never kept", async () => {
+    ran.length = 0;
+    for (const url of ['/api/feed', `/api/users/${user.id}/followers`, `/api/users/${user.id}/following`])
+      for (let i = 0; i < 6; i++)
+        expect(
+          (await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${user.token}` } }))
+            .statusCode,
+        ).toBe(200);
+    const pages = [...new Set(ran)].filter((text) => /\blimit \$1\b/i.test(text));
+    expect(pages).toHaveLength(3);
+    const { rows } = await sql<{ statement: string }>`
+      select statement from pg_prepared_statements where not from_sql`.execute(one.db);
+    for (const text of pages) expect(rows.filter((row) => row.statement === text)).toEqual([]);
+    // The token check of the same requests is kept (prepared once, run 18 times).
+    expect(rows.length).toBeGreaterThan(0);
+  });
 });

@@ -28,6 +28,12 @@ export interface DatabaseConfig {
    * server's cancellation normally comes first (0 when the statement timeout is 0).
    */
   queryTimeoutMs?: number;
+  /**
+   * The hot path's statements go as named prepared statements, parsed once per connection
+   * (`DB_PREPARED_STATEMENTS`, default true); false for a pooler in transaction mode that cannot
+   * keep them (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  preparedStatements?: boolean;
 }
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
@@ -107,7 +113,7 @@ function openPool<DB>(
   pool.on('connect', (client) => client.on('error', onError));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
   // The hot reads' path (`executeCompiled`) runs this instance's compiled queries on the pool itself.
-  runDirectly(db, pool, options.onQuery);
+  runDirectly(db, pool, options.onQuery, { named: config.preparedStatements ?? true });
   return wrap(db, kind, config.schema, afterDestroy);
 }
 

@@ -1,7 +1,7 @@
 import { CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import { Pool } from 'pg';
 import { executeCompiled, openDatabase, param, prepare, type Database } from '../src';
-import { NAMED_STATEMENT_OPTIONS, runDirectly, type RunDirectlyOptions } from '../src/compiled/execute';
+import { runDirectly, type RunDirectlyOptions } from '../src/compiled/execute';
 import { REMEMBERED_MAX } from '../src/compiled/row-maker';
 import { testDatabase, type TestDatabase } from '../src/testing';
 
@@ -107,6 +107,17 @@ describe('named prepared statements', () => {
     for (const { name } of prepared) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(63);
   });
 
+  test('preparedStatements: false (DB_PREPARED_STATEMENTS): nothing stays prepared', async () => {
+    const off = await openDatabase<Items>({ ...s.config, poolMax: 1, preparedStatements: false });
+    try {
+      const find = byOwner(off.db);
+      expect(await find(1)).toHaveLength(10);
+      expect(entriesOf(await preparedHere(off.db), find.sql)).toEqual([]);
+    } finally {
+      await off.close();
+    }
+  });
+
   test('with naming off (a pooler that cannot keep them) nothing stays prepared, the rows are the same', async () => {
     const db = ownPool(s.config, '', { named: false });
     opened.push(db);
@@ -115,22 +126,28 @@ describe('named prepared statements', () => {
     expect(entriesOf(await preparedHere(db), find.sql)).toEqual([]);
   });
 
-  test('the connection options keep a custom plan on every run, where the default moves to the generic plan', async () => {
-    const custom = ownPool(s.config, NAMED_STATEMENT_OPTIONS, {});
-    const byDefault = ownPool(s.config, '', {});
-    opened.push(custom, byDefault);
-    const plans = async (db: Kysely<Items>) => {
-      const byId = prepare(
-        db,
-        db.selectFrom('items').select('body').where('id', '=', param<number>(1)),
-        (id: number) => [id],
-      );
-      for (let id = 1; id <= 10; id++) expect(await byId(id)).toEqual([{ body: `item ${id}` }]);
-      return entriesOf(await preparedHere(db), byId.sql).map(({ generic, custom }) => ({ generic, custom }));
-    };
-    expect(await plans(custom)).toEqual([{ generic: 0, custom: 10 }]);
+  test("a statement prepared to be planned for each run's values is sent unnamed; the default one moves to its generic plan", async () => {
+    const db = ownPool(s.config, '', {});
+    opened.push(db);
+    const query = (body: string) =>
+      db
+        .selectFrom('items')
+        .select('body')
+        .where('id', '=', param<number>(1))
+        .where('body', '<>', sql.lit(body));
+    const once = prepare(db, query('once'), (id: number) => [id]);
+    const eachRun = prepare(db, query('each run'), (id: number) => [id], { plan: 'each-run' });
+    for (let id = 1; id <= 10; id++) {
+      expect(await once(id)).toEqual([{ body: `item ${id}` }]);
+      expect(await eachRun(id)).toEqual([{ body: `item ${id}` }]);
+    }
+    const prepared = await preparedHere(db);
     // PostgreSQL's default (auto): custom plans for 5 runs, then the generic one when it looks as cheap.
-    expect(await plans(byDefault)).toEqual([{ generic: 5, custom: 5 }]);
+    expect(entriesOf(prepared, once.sql).map(({ generic, custom }) => ({ generic, custom }))).toEqual([
+      { generic: 5, custom: 5 },
+    ]);
+    // Unnamed: parsed and planned for its values on every run, never kept.
+    expect(entriesOf(prepared, eachRun.sql)).toEqual([]);
   });
 
   test('a statement whose columns changed under it (select *) runs again on fresh connections', async () => {

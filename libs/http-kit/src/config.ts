@@ -48,6 +48,10 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
       description:
         'Longest a statement may run before it is cancelled (a 503); the client gives up 5 s later. 0 = no limit',
     }),
+    DB_PREPARED_STATEMENTS: EnvFlag(
+      true,
+      'Hot statements as named prepared statements, parsed once per connection; false behind a pooler in transaction mode that cannot keep them (PgBouncer before 1.21 or without max_prepared_statements)',
+    ),
     MIGRATE_ON_START: EnvFlag(true),
     SHUTDOWN_DRAIN_MS: Type.Integer({
       minimum: 0,
@@ -110,6 +114,7 @@ export function serviceConfig(e: ServiceEnv) {
     schema: e.DB_SCHEMA,
     poolMax: e.DB_POOL_MAX,
     statementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    preparedStatements: e.DB_PREPARED_STATEMENTS,
   };
   return {
     /** NODE_ENV. */

@@ -60,6 +60,8 @@ interface PostScope {
   keys: Record<PageRequest<Date>['mode'], PageKeys>;
   total: Expression<string | number | null | undefined>;
   atOrBefore: Expression<string | number>;
+  /** `each-run` when the owner changes the best plan (see `prepare`). */
+  plan?: 'each-run';
 }
 
 /** The smallest key (timestamp, id) of a cursor's time: every post of that time sorts at or after it. */
@@ -185,6 +187,7 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
           request.mode === 'after' ? request.after : request.offset,
           ownerId,
         ],
+        { plan: scope.plan },
       );
     };
     const pages = { after: compile('after'), offset: compile('offset') };
@@ -221,6 +224,8 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
   const allPosts = newestFirst(bucketed(db, 'all'));
   const byAuthor = newestFirst(bucketed(db, 'author'));
   const feed = newestFirst({
+    // A user who follows thousands and one who follows three want different plans.
+    plan: 'each-run',
     keys: { after: feedKeys('after'), offset: feedKeys('offset') },
     total: db
       .selectFrom('users as author')

@@ -97,6 +97,8 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
         request.mode === 'after' ? request.after : request.offset,
         userId,
       ],
+      // A user followed by thousands and one followed by three want different plans.
+      { plan: 'each-run' },
     );
   };
   const followPages = {

@@ -9,15 +9,21 @@ type OnQuery = ((event: LogEvent) => void) | undefined;
 const direct = new WeakMap<object, Runner>();
 
 /**
- * What the pool's connections need for the named statements (see `statementOf`), as connection
- * options (`-c` settings, like the schema's): a custom plan on every run, made for the run's
- * values as an unnamed statement's is, so a named statement is parsed and analysed once per
- * connection but planned on each run. Measured on skewed data (a user with 15,000 followers among
- * users with a few): under the default (`auto`) PostgreSQL moves a statement to its generic plan
- * when that looks no costlier than the custom ones, and keeps it for every value; the follower
- * page and the feed of such users then ran 17 to 800 times slower than with their custom plans.
+ * Texts planned for each run's values (see `prepare`'s `plan: 'each-run'`): sent unnamed, so
+ * PostgreSQL plans them as it plans any unnamed statement, for the values given. A named statement is
+ * planned once per connection and, after five runs, usually kept on its generic plan (PostgreSQL's
+ * `plan_cache_mode = auto`): right for a statement whose best plan does not depend on its values,
+ * wrong for one whose values change the work by orders of magnitude (a page of a user followed by
+ * thousands among users followed by a few), whose generic plan can look as cheap and run far slower.
  */
-export const NAMED_STATEMENT_OPTIONS = '-c plan_cache_mode=force_custom_plan';
+const plannedEachRun = new Set<string>();
+
+/** Marks a statement text as planned for each run's values (sent unnamed). */
+export function planEachRun(sql: string): void {
+  plannedEachRun.add(sql);
+  const known = statements.get(sql);
+  if (known) statements.set(sql, { ...known, named: known.unnamed });
+}
 
 export interface RunDirectlyOptions {
   /**
@@ -29,8 +35,7 @@ export interface RunDirectlyOptions {
 
 /**
  * Lets `executeCompiled` run `db`'s compiled queries straight on `pool` (called by `openDatabase`
- * for the instances it makes; not part of the package's API). Its connections should start with
- * `NAMED_STATEMENT_OPTIONS`.
+ * for the instances it makes; not part of the package's API).
  */
 export function runDirectly(
   db: object,
@@ -158,7 +163,9 @@ function statementOf(sql: string): Statement {
     const unnamed = Object.freeze({ text: sql, rowMode: 'array' as const });
     if (statements.size < REMEMBERED_MAX) {
       // A short name (PostgreSQL keeps 63 bytes of one), unique in this process: the n-th text.
-      const named = Object.freeze({ ...unnamed, name: `compiled_${statements.size + 1}` });
+      const named = plannedEachRun.has(sql)
+        ? unnamed
+        : Object.freeze({ ...unnamed, name: `compiled_${statements.size + 1}` });
       statements.set(sql, (statement = { named, unnamed }));
     } else statement = { named: unnamed, unnamed };
   }

@@ -1,5 +1,5 @@
 import { sql, type CompiledQuery, type Kysely, type RawBuilder } from 'kysely';
-import { executeCompiled } from './execute';
+import { executeCompiled, planEachRun } from './execute';
 
 /**
  * The `n`-th parameter (from 1) of a query compiled once by `prepare`: the query's values are all
@@ -16,6 +16,15 @@ export interface PreparableQuery<O> {
   compile(db: Kysely<any>): CompiledQuery<O>;
 }
 
+export interface PrepareOptions {
+  /**
+   * `once` (default): a named statement, parsed and planned once per connection, then usually run on
+   * its generic plan. `each-run`: sent unnamed, planned for each run's values, for a statement whose
+   * values change its best plan (a page of a user with thousands of followers or one with three).
+   */
+  plan?: 'once' | 'each-run';
+}
+
 /** A prepared query: call it with its arguments for its rows. */
 export interface Prepared<O, A extends unknown[]> {
   (...args: A): Promise<O[]>;
@@ -27,7 +36,8 @@ export interface Prepared<O, A extends unknown[]> {
  * The one way the services run a hot statement (a read, or a write of one statement): a query whose
  * shape never changes, built and compiled by Kysely once (when the repository is made) instead of on
  * every request, then run by `executeCompiled` with `params(...args)` as its values, as a named
- * prepared statement that PostgreSQL parses once per connection. Its values must all be `param(n)`
+ * prepared statement that PostgreSQL parses once per connection (unless `options.plan` says
+ * otherwise). Its values must all be `param(n)`
  * placeholders: a literal value would be compiled in as `$k` and clash with them, so it is refused
  * here, at start. `params` may give more values than the query names (one mapping for a family of
  * queries); the extra ones are left out.
@@ -37,10 +47,12 @@ export function prepare<O, A extends unknown[]>(
   db: Kysely<any>,
   query: PreparableQuery<O>,
   params: (...args: A) => unknown[],
+  options: PrepareOptions = {},
 ): Prepared<O, A> {
   const compiled = query.compile(db);
   if (compiled.parameters.length)
     throw new Error(`a prepared query takes its values through param(n) only: ${compiled.sql}`);
+  if (options.plan === 'each-run') planEachRun(compiled.sql);
   // A query may leave some of a family's parameters out (the page of all posts has no owner `$3`):
   // PostgreSQL wants exactly the ones it names.
   const count = Math.max(0, ...[...compiled.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
