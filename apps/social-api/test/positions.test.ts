@@ -149,6 +149,14 @@ async function bucketProblems() {
   };
 }
 
+const expectNoBucketProblems = async () =>
+  expect(await bucketProblems()).toEqual({
+    wrongBuckets: [],
+    wrongScopes: [],
+    oversized: 0,
+    wrongUserRanges: [],
+  });
+
 /** Posts of `authors` at random times in 2025, some sharing a millisecond (ties sort by id). */
 async function insertPosts(authors: number[], count: number) {
   const times = faker.helpers.multiple(() => faker.date.between({ from: '2025-01-01', to: '2025-12-31' }), {
@@ -192,23 +200,13 @@ test('after any mix of writes, every page in both modes equals the plain ordered
     await sql`update posts set text = text || '!' where id in (select id from posts order by random() limit 5)`.execute(
       db(),
     );
-    expect(await bucketProblems()).toEqual({
-      wrongBuckets: [],
-      wrongScopes: [],
-      oversized: 0,
-      wrongUserRanges: [],
-    });
+    await expectNoBucketProblems();
     await expectExactPages(null);
     await expectExactPages(faker.helpers.arrayElement(authors));
   }
   // An author deleted with their posts (a cascade), then every post at once.
   await db().deleteFrom('users').where('id', '=', authors[0]).execute();
-  expect(await bucketProblems()).toEqual({
-    wrongBuckets: [],
-    wrongScopes: [],
-    oversized: 0,
-    wrongUserRanges: [],
-  });
+  await expectNoBucketProblems();
   await expectExactPages(null);
   await sql`truncate posts`.execute(db());
   expect(await db().selectFrom('post_buckets').selectAll().execute()).toEqual([]);
@@ -246,12 +244,7 @@ test('writers racing each other and readers of deep pages lose no count', async 
       [read, remove, move, move, () => write(writers[i % 3], i)][i % 5](),
     ),
   );
-  expect(await bucketProblems()).toEqual({
-    wrongBuckets: [],
-    wrongScopes: [],
-    oversized: 0,
-    wrongUserRanges: [],
-  });
+  await expectNoBucketProblems();
   // Each deep page is in order and as long as its total allows.
   for (const p of deep) {
     const keys = p.data.map((post) => [post.timestamp, post.id] as const);

@@ -70,15 +70,13 @@ export async function up(db: Kysely<any>): Promise<void> {
       where (k.rn - 1) % size = 0;
     end $$`.execute(db);
 
+  // A post's place: its key and its author.
+  await sql`create type post_place as (ts timestamptz, id integer, user_id integer)`.execute(db);
   await sql`
     create function position_posts() returns trigger language plpgsql set search_path from current as $$
     declare
-      new_ts timestamptz[] := '{}';
-      new_ids int[] := '{}';
-      new_users int[] := '{}';
-      old_ts timestamptz[] := '{}';
-      old_ids int[] := '{}';
-      old_users int[] := '{}';
+      added post_place[] := '{}';
+      removed post_place[] := '{}';
       b record;
       size integer;
     begin
@@ -86,33 +84,29 @@ export async function up(db: Kysely<any>): Promise<void> {
         delete from post_buckets;
         return null;
       end if;
-      -- The keys added and removed (an UPDATE that keeps key and author, an edit, changes nothing).
+      -- The places added and removed (an UPDATE that keeps key and author, an edit, changes nothing).
       if tg_op = 'INSERT' then
-        select coalesce(array_agg(timestamp), '{}'), coalesce(array_agg(id), '{}'), coalesce(array_agg(user_id), '{}')
-        into new_ts, new_ids, new_users from new_rows;
+        added := array(select (timestamp, id, user_id)::post_place from new_rows);
       elsif tg_op = 'DELETE' then
-        select coalesce(array_agg(timestamp), '{}'), coalesce(array_agg(id), '{}'), coalesce(array_agg(user_id), '{}')
-        into old_ts, old_ids, old_users from old_rows;
+        removed := array(select (timestamp, id, user_id)::post_place from old_rows);
       else
-        select coalesce(array_agg(timestamp), '{}'), coalesce(array_agg(id), '{}'), coalesce(array_agg(user_id), '{}')
-        into new_ts, new_ids, new_users
-        from (select timestamp, id, user_id from new_rows except all select timestamp, id, user_id from old_rows) added;
-        select coalesce(array_agg(timestamp), '{}'), coalesce(array_agg(id), '{}'), coalesce(array_agg(user_id), '{}')
-        into old_ts, old_ids, old_users
-        from (select timestamp, id, user_id from old_rows except all select timestamp, id, user_id from new_rows) removed;
+        added := array(select (timestamp, id, user_id)::post_place from new_rows
+                       except all select (timestamp, id, user_id)::post_place from old_rows);
+        removed := array(select (timestamp, id, user_id)::post_place from old_rows
+                         except all select (timestamp, id, user_id)::post_place from new_rows);
       end if;
-      if cardinality(new_ids) = 0 and cardinality(old_ids) = 0 then return null; end if;
+      if cardinality(added) = 0 and cardinality(removed) = 0 then return null; end if;
       select post_bucket_rows into size from totals for no key update;
       -- Every scope a post is added to has a first bucket.
       insert into post_buckets (scope, lo_ts, lo_id, n)
-      select distinct scope, '-infinity'::timestamptz, 0, 0 from unnest(new_users) u(user_id), lateral (values (0), (u.user_id)) s(scope)
+      select distinct scope, '-infinity'::timestamptz, 0, 0 from unnest(added) a, lateral (values (0), (a.user_id)) s(scope)
       on conflict do nothing;
       -- Each changed post counts in the bucket of its key, in its author's scope and in scope 0.
       for b in
         with change(ts, id, user_id, d) as (
-          select t, i, u, 1 from unnest(new_ts, new_ids, new_users) n(t, i, u)
+          select a.ts, a.id, a.user_id, 1 from unnest(added) a
           union all
-          select t, i, u, -1 from unnest(old_ts, old_ids, old_users) o(t, i, u)
+          select r.ts, r.id, r.user_id, -1 from unnest(removed) r
         ),
         delta as (
           select bucket.scope, bucket.lo_ts, bucket.lo_id, sum(c.d)::int as d
@@ -166,6 +160,7 @@ export async function down(db: Kysely<any>): Promise<void> {
   for (const event of ['insert', 'update', 'delete', 'truncate'])
     await sql`drop trigger if exists ${sql.raw(`position_posts_${event}`)} on posts`.execute(db);
   await sql`drop function position_posts()`.execute(db);
+  await sql`drop type post_place`.execute(db);
   await sql`drop function cut_post_buckets(integer, timestamptz, integer, timestamptz, integer, integer)`.execute(
     db,
   );
