@@ -101,11 +101,15 @@ describe('feed and listing cost', () => {
     fanIds = (
       await db.selectFrom('users').select('id').where('username', 'like', 'fan%').orderBy('id').execute()
     ).map((r) => r.id);
-    await sql`
-      with fan as (select id, row_number() over (order by id) - 1 as n from users where username like 'fan%')
-      insert into followers (follower_id, followed_id)
-      select a.id, b.id from fan a cross join generate_series(1, 10) k join fan b on b.n = (a.n + k * 37) % ${FANS}
-    `.execute(db);
+    // In four statements: each follow row takes its users' names as it is written (a trigger), and
+    // 200,000 of them in one statement would outlast the statement timeout.
+    for (let part = 0; part < 4; part++)
+      await sql`
+        with fan as (select id, row_number() over (order by id) - 1 as n from users where username like 'fan%')
+        insert into followers (follower_id, followed_id)
+        select a.id, b.id from fan a cross join generate_series(1, 10) k join fan b on b.n = (a.n + k * 37) % ${FANS}
+        where a.n % 4 = ${part}
+      `.execute(db);
     await sql`
       insert into posts (user_id, text, timestamp)
       select u.id, 'post ' || k || ' of ' || u.username,
@@ -246,11 +250,11 @@ describe('feed and listing cost', () => {
     }
   });
 
-  test('follower lists read followers through their indexes (followers_pkey, followers_followed_idx or users_username_key), never a full scan', async () => {
+  test('follower lists read followers through their name indexes (followers_follower_name_idx, followers_followed_name_idx), never a full scan', async () => {
     for (const [url, expectedIndexes] of [
-      [`/api/users/${viewers.many.id}/following`, ['followers_pkey', 'users_username_key']],
-      ['/api/me/following', ['followers_pkey', 'users_username_key']],
-      [`/api/users/${fanIds[5]}/followers`, ['followers_followed_idx', 'users_username_key']],
+      [`/api/users/${viewers.many.id}/following`, ['followers_follower_name_idx']],
+      ['/api/me/following', ['followers_follower_name_idx']],
+      [`/api/users/${fanIds[5]}/followers`, ['followers_followed_name_idx']],
     ] as const) {
       const ran = await plans(viewers.many.token, url);
       const page = ran.filter((r) => /\blimit\b/i.test(r.sql));

@@ -368,9 +368,144 @@ test('the list of all users: after registrations, bulk inserts across many range
   await expectExactUserPages();
 }, 120_000);
 
+/** A follow list's pages at many depths in both modes against the plain query (a join, sorted by name). */
+async function expectExactFollowPages(user: number, direction: 'followers' | 'following') {
+  const [mine, theirs] =
+    direction === 'followers' ? ['followed_id', 'follower_id'] : ['follower_id', 'followed_id'];
+  const { rows: names } = await sql<{ id: number; username: string }>`
+    select u.id, u.username from followers f join users u on u.id = f.${sql.raw(theirs)}
+    where f.${sql.raw(mine)} = ${user} order by u.username`.execute(db());
+  const total = names.length;
+  const base = `/api/users/${user}/${direction}`;
+  const offsets = new Set([
+    0,
+    total - 1,
+    ...faker.helpers.multiple(() => faker.number.int({ max: total }), { count: 5 }),
+  ]);
+  for (const offset of [...offsets].filter((o) => o >= 0 && (o < total || o === 0))) {
+    const limit = faker.number.int({ min: 1, max: 25 });
+    const url = `${base}?offset=${offset}&limit=${limit}`;
+    const got = (await page(url)) as unknown as { pagination: Page['pagination']; data: { id: number }[] };
+    expect({ url, ...got.pagination, ids: got.data.map((u) => u.id) }).toEqual({
+      url,
+      limit,
+      offset,
+      count: Math.min(limit, total - offset),
+      total,
+      ids: names.slice(offset, offset + limit).map((r) => r.id),
+    });
+  }
+  for (const after of [...faker.helpers.arrayElements(names, 3).map((n) => n.username), '', 'zzzz']) {
+    const url = `${base}?after=${encodeURIComponent(after)}`;
+    const got = (await page(url)) as unknown as { pagination: Page['pagination']; data: { id: number }[] };
+    const rest = names.filter((n) => n.username > after);
+    expect({ url, ...got.pagination, ids: got.data.map((u) => u.id) }).toEqual({
+      url,
+      limit: 25,
+      offset: total - rest.length,
+      count: Math.min(25, rest.length),
+      total,
+      ids: rest.slice(0, 25).map((r) => r.id),
+    });
+  }
+}
+
+/** Follow rows whose copy of a name is not the user's name. */
+async function staleFollowNames() {
+  const { rows } = await sql<{ follower_id: number; followed_id: number }>`
+    select f.follower_id, f.followed_id from followers f
+    join users a on a.id = f.follower_id join users b on b.id = f.followed_id
+    where f.follower_name <> a.username or f.followed_name <> b.username`.execute(db());
+  return rows;
+}
+
+test('follow lists: after follows, unfollows and renames racing each other, every page in both modes equals the plain query by name', async () => {
+  faker.seed(1600);
+  const crowd = await Promise.all(
+    Array.from({ length: 40 }, (_, i) => t.register({ username: `crowd${i}` })),
+  );
+  const star = crowd[0];
+  const follow = (a: TestUser, b: TestUser) =>
+    t.as(a.token, { method: 'POST', url: `/api/me/following/${b.id}` });
+  const unfollow = (a: TestUser, b: TestUser) =>
+    t.as(a.token, { method: 'DELETE', url: `/api/me/following/${b.id}` });
+  const rename = (a: TestUser) =>
+    t.as(a.token, {
+      method: 'PUT',
+      url: '/api/me',
+      payload: { username: `renamed-${faker.string.alphanumeric(8)}` },
+    });
+  for (const fan of crowd.slice(1)) expect((await follow(fan, star)).statusCode).toBe(204);
+  for (const other of crowd.slice(1, 30)) expect((await follow(star, other)).statusCode).toBe(204);
+  // Renames of both sides of follows racing follows and unfollows of the same users.
+  const racing = await Promise.all(
+    Array.from({ length: 120 }, (_, i) => {
+      const a = faker.helpers.arrayElement(crowd);
+      const b = faker.helpers.arrayElement(crowd.filter((u) => u !== a));
+      // A rename always succeeds; a follow of one followed already, or an unfollow of one not
+      // followed, is refused (409) as the API refuses it alone.
+      const [run, statuses] = (
+        [
+          [() => rename(a), [200]],
+          [() => follow(a, b), [204, 409]],
+          [() => unfollow(a, b), [204, 409]],
+          [() => rename(star), [200]],
+        ] as const
+      )[i % 4];
+      return run().then((res) => ({ statuses, status: res.statusCode }));
+    }),
+  );
+  for (const { statuses, status } of racing) expect(statuses).toContain(status);
+  expect(await staleFollowNames()).toEqual([]);
+  await expectExactFollowPages(star.id, 'followers');
+  await expectExactFollowPages(star.id, 'following');
+  await expectExactFollowPages(crowd[7].id, 'followers');
+}, 120_000);
+
+test("a deep follow-list page walks the follow rows' name index, joins only the page's users and sorts nothing", async () => {
+  const star = await t.register({ username: 'followed-by-many' });
+  await sql`insert into users (id, username, email) select 200000 + g, 'fan-' || g, 'fan-' || g || '@example.com' from generate_series(1, 3000) g`.execute(
+    db(),
+  );
+  await sql`insert into followers (follower_id, followed_id) select id, ${star.id} from users where username like 'fan-%'`.execute(
+    db(),
+  );
+  await sql`vacuum analyze followers`.execute(db()); // index-only, as on a live table autovacuum keeps
+  await sql`analyze users`.execute(db());
+  for (const url of [
+    `/api/users/${star.id}/followers?offset=2700`,
+    `/api/users/${star.id}/followers?after=fan-2700`,
+  ]) {
+    const from = t.statements.length;
+    await page(url);
+    const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) =>
+      /from "followers"/.test(q.sql),
+    )!;
+    const { rows } = await db().executeQuery<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+      CompiledQuery.raw(`explain (analyze, buffers, format json) ${statement.sql}`, [
+        ...statement.parameters,
+      ]),
+    );
+    const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+    for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
+      expect(sort['Actual Rows']).toBeLessThanOrEqual(25);
+    // Users read one by one: the page's 25 and the owner's counters, never the 3,000 followers.
+    const users = plan.filter((n) => n['Relation Name'] === 'users');
+    for (const n of users) expect(n['Actual Rows']).toBeLessThanOrEqual(1);
+    expect(
+      users.reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0),
+    ).toBeLessThanOrEqual(30);
+    // The members in order come from the name index (the count may read the small table whole).
+    expect(
+      plan.filter((n) => n['Index Name'] === 'followers_followed_name_idx').length,
+    ).toBeGreaterThanOrEqual(1);
+  }
+}, 120_000);
+
 type PlanNode = {
   'Node Type': string;
   'Relation Name'?: string;
+  'Index Name'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Shared Hit Blocks'?: number;

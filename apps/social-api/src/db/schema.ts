@@ -57,6 +57,9 @@ export interface UserBucketsTable {
 export interface FollowersTable {
   follower_id: number;
   followed_id: number;
+  /** The two users' names, kept by triggers (migration 2026-11-28T1600_follow_names): the lists' order. */
+  follower_name: Generated<string>;
+  followed_name: Generated<string>;
 }
 
 /** One access/refresh pair. Only SHA-256 digests of the secrets are stored. */

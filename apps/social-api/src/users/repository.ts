@@ -50,19 +50,17 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
   /**
    * One page of "whom $3 follows" / "who follows $3" by username, with its total from the owner's
    * counter (null: no such user) and, after a cursor, the members at or before it: one statement.
-   * `$1` limit, `$2` offset or cursor. The page's LATERAL join gives one row even when it is empty;
-   * an offset at or past the total reads no row.
+   * `$1` limit, `$2` offset or cursor. The members come from the follow rows' own copy of the names
+   * (migration 2026-11-28T1600_follow_names): the page's ids are an index-only walk, the position a
+   * range count of that index; only the page's users are read and formatted. The page's LATERAL join
+   * gives one row even when it is empty; an offset at or past the total reads no row.
    */
   const followPage = (direction: FollowDirection, mode: PageRequest<string>['mode']) => {
-    const [mine, theirs] =
+    const [mine, theirs, name] =
       direction === 'following'
-        ? (['follower_id', 'followed_id'] as const)
-        : (['followed_id', 'follower_id'] as const);
-    const members = () =>
-      db
-        .selectFrom('followers')
-        .innerJoin('users', 'users.id', `followers.${theirs}`)
-        .where(`followers.${mine}`, '=', param<number>(3));
+        ? (['follower_id', 'followed_id', 'followed_name'] as const)
+        : (['followed_id', 'follower_id', 'follower_name'] as const);
+    const members = () => db.selectFrom('followers as f').where(`f.${mine}`, '=', param<number>(3));
     const sizes = db
       .selectNoFrom([
         db
@@ -73,23 +71,40 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
         mode === 'after'
           ? members()
               .select((eb) => eb.fn.countAll<string>().as('n'))
-              .where('users.username', '<=', param<string>(2))
+              .where(`f.${name}`, '<=', param<string>(2))
               .as('at_or_before')
           : sql<string>`0`.as('at_or_before'),
       ])
       .as('c');
-    const page = members().select(publicUserColumns).orderBy('users.username').limit(param<number>(1));
+    const keys = members()
+      .select([`f.${theirs} as id`, `f.${name} as name`])
+      .orderBy(`f.${name}`)
+      .limit(param<number>(1));
+    const page = db
+      .selectFrom(
+        (mode === 'after'
+          ? keys.where(`f.${name}`, '>', param<string>(2))
+          : keys.where(sql<boolean>`${param(2)} < c.total`).offset(param<number>(2))
+        ).as('k'),
+      )
+      // Each member dressed by its own lookup (kept whole by `offset 0`, never joined to all users).
+      .innerJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('users')
+            .select(publicUserColumns)
+            .whereRef('users.id', '=', 'k.id')
+            .modifyEnd(sql`offset 0`)
+            .as('dressed'),
+        (join) => join.onTrue(),
+      )
+      .selectAll('dressed')
+      .orderBy('k.name');
     return prepare(
       db,
       db
         .selectFrom(sizes)
-        .leftJoinLateral(
-          (mode === 'after'
-            ? page.where('users.username', '>', param<string>(2))
-            : page.where(sql<boolean>`${param(2)} < c.total`).offset(param<number>(2))
-          ).as('page'),
-          (join) => join.onTrue(),
-        )
+        .leftJoinLateral(page.as('page'), (join) => join.onTrue())
         .select(['c.total', 'c.at_or_before'])
         .selectAll('page'),
       (userId: number, request: PageRequest<string>) => [
@@ -97,7 +112,7 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
         request.mode === 'after' ? request.after : request.offset,
         userId,
       ],
-      // A user followed by thousands and one followed by three want different plans.
+      // A user followed by thousands and one followed by three: planned for each one's values.
       { plan: 'each-run' },
     );
   };
@@ -328,12 +343,22 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
 
     async update(id: number, changes: UserUpdate): Promise<PublicUserRow | undefined> {
       if (Object.keys(changes).length === 0) return publicUsers().where('id', '=', id).executeTakeFirst();
-      return db
-        .updateTable('users')
-        .set(changes)
-        .where('id', '=', id)
-        .returning(publicUserColumns)
-        .executeTakeFirst();
+      const write = (to: Kysely<SocialDatabase>) =>
+        to
+          .updateTable('users')
+          .set(changes)
+          .where('id', '=', id)
+          .returning(publicUserColumns)
+          .executeTakeFirst();
+      if (changes.username === undefined) return write(db);
+      // A rename rewrites the user's follow rows (migration 2026-11-28T1600): they are locked before
+      // the user's row, the order an unfollow takes them in (its row, then its users' counters).
+      return db.transaction().execute(async (tx) => {
+        await sql`select 1 from followers where follower_id = ${id} or followed_id = ${id} order by follower_id, followed_id for update`.execute(
+          tx,
+        );
+        return write(tx);
+      });
     },
 
     /** All users by id, as a page source (no cursor). */

@@ -6,6 +6,7 @@ import * as userResetSecretEmailVerified from './2026-11-28T1200_user_reset_secr
 import * as serviceSecrets from './2026-11-28T1300_service_secrets';
 import * as postPositions from './2026-11-28T1400_post_positions';
 import * as userPositions from './2026-11-28T1500_user_positions';
+import * as followNames from './2026-11-28T1600_follow_names';
 
 /** Every migration, in order; names sort by time. Never edit one that has shipped: add another. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T1300_service_secrets': serviceSecrets,
   '2026-11-28T1400_post_positions': postPositions,
   '2026-11-28T1500_user_positions': userPositions,
+  '2026-11-28T1600_follow_names': followNames,
 };
