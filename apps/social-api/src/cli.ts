@@ -34,12 +34,13 @@ runCli({
         }),
     },
     'repair-positions': {
-      usage: '  repair-positions              cut the post position buckets again from the posts',
+      usage:
+        '  repair-positions              rebuild what pages find positions with (post and user buckets, follow names)',
       run: (_args, { withDatabase, out }) =>
         withDatabase(async (database) => {
           const repaired = await repairPositions(database.db);
           out(
-            `Positions repaired: ${repaired.wrong} wrong bucket${repaired.wrong === 1 ? '' : 's'} found, ${repaired.buckets} now.`,
+            `Positions repaired: ${repaired.wrong} wrong bucket${repaired.wrong === 1 ? '' : 's'} found, ${repaired.buckets} now; ${repaired.follows} follow${repaired.follows === 1 ? '' : 's'} renamed.`,
           );
           return 0;
         }),

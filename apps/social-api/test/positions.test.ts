@@ -299,6 +299,16 @@ test('the repair command restores a deliberately broken structure', async () => 
   );
   await sql`delete from post_buckets where scope = (select max(scope) from post_buckets)`.execute(db());
   await sql`update user_buckets set n = n + 1 where lo = (select min(lo) from user_buckets)`.execute(db());
+  // A follow row with a stale copy of a name (written with the triggers off, say).
+  const [fan, star] = await Promise.all([
+    t.register({ username: 'stale-fan' }),
+    t.register({ username: 'stale-star' }),
+  ]);
+  expect((await t.as(fan.token, { method: 'POST', url: `/api/me/following/${star.id}` })).statusCode).toBe(
+    204,
+  );
+  await sql`update followers set follower_name = 'zzz-stale' where follower_id = ${fan.id}`.execute(db());
+  expect(await staleFollowNames()).toHaveLength(1);
   // One bucket counts 3 too many (so does its scope, all posts); one author's posts have no bucket;
   // one range of user ids counts one user too many.
   const broken = await bucketProblems();
@@ -308,10 +318,15 @@ test('the repair command restores a deliberately broken structure', async () => 
   // Pages read the buckets (no count behind them), so a deep page is now off.
   const env = childProcessEnv(t.config.database as { url: string; schema: string }, { LOG_LEVEL: 'silent' });
   const repair = () => run(process.execPath, [...CLI, 'repair-positions'], { cwd: APP_DIR, env });
-  expect((await repair()).stdout).toMatch(/^Positions repaired: 4 wrong buckets found, \d+ now\.\n$/);
+  expect((await repair()).stdout).toMatch(
+    /^Positions repaired: 4 wrong buckets found, \d+ now; 1 follow renamed\.\n$/,
+  );
   expect(await bucketProblems()).toMatchObject({ wrongBuckets: [], wrongScopes: [], wrongUserRanges: [] });
+  expect(await staleFollowNames()).toEqual([]);
   await expectExactPages(null);
-  expect((await repair()).stdout).toMatch(/^Positions repaired: 0 wrong buckets found, \d+ now\.\n$/);
+  expect((await repair()).stdout).toMatch(
+    /^Positions repaired: 0 wrong buckets found, \d+ now; 0 follows renamed\.\n$/,
+  );
 }, 120_000);
 
 /** Pages of the list of all users at many depths against the plain query by id. */

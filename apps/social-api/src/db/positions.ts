@@ -6,6 +6,8 @@ export interface PositionRepair {
   wrong: number;
   /** Buckets there are after the repair. */
   buckets: number;
+  /** Follow rows whose copy of a user's name was stale. */
+  follows: number;
 }
 
 /**
@@ -56,8 +58,8 @@ async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
  */
 export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRepair> {
   return db.transaction().execute(async (tx) => {
-    // The counters' lock order: writers of posts and users wait; the totals row is post_buckets' own lock.
-    await sql`lock table posts, users, totals in share row exclusive mode`.execute(tx);
+    // The counters' lock order: writers of posts, follows and users wait; the totals row is post_buckets' own lock.
+    await sql`lock table posts, followers, users, totals in share row exclusive mode`.execute(tx);
     const wrong = await wrongBuckets(tx);
     await sql`delete from post_buckets`.execute(tx);
     await sql`
@@ -68,8 +70,14 @@ export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRep
     await sql`insert into user_buckets (lo, n) select (id >> 10) << 10, count(*) from users group by 1`.execute(
       tx,
     );
+    // Follow rows whose copy of a name is not the user's (migration 2026-11-28T1600_follow_names).
+    const renamed = await sql`
+      update followers f set follower_name = a.username, followed_name = b.username
+      from users a, users b
+      where a.id = f.follower_id and b.id = f.followed_id
+        and (f.follower_name, f.followed_name) is distinct from (a.username, b.username)`.execute(tx);
     const { rows } = await sql<{ n: string }>`
       select (select count(*) from post_buckets) + (select count(*) from user_buckets) as n`.execute(tx);
-    return { wrong, buckets: Number(rows[0].n) };
+    return { wrong, buckets: Number(rows[0].n), follows: Number(renamed.numAffectedRows ?? 0) };
   });
 }
