@@ -1,7 +1,8 @@
-// The side-by-side table on stdout, a row per route (the figures of every round, then the
-// statements each route sends).
+// The side-by-side table on stdout, a row per route (the figures of every round, then the CPU per
+// request of Node and of PostgreSQL, and the statements each route sends).
 import path from 'node:path';
 import { loadAverage } from '../lib/machine';
+import { median } from '../lib/numbers';
 import { printTable } from '../lib/report';
 import { ROOT } from '../lib/run';
 import type { CompareOptions } from './options';
@@ -27,8 +28,12 @@ export function printComparison(
     `load average (1/5/15 min) at start ${loadAtStart.join(' ')}, at end ${loadAverage().join(' ')}`,
   );
   console.log('');
-  const perRound = (r: RouteResult, cell: (x: RouteResult['rounds'][number]) => string) =>
-    r.rounds.map(cell).join(' ');
+  type Round = RouteResult['rounds'][number];
+  const perRound = (r: RouteResult, cell: (x: Round) => string) => r.rounds.map(cell).join(' ');
+  const ms = (value: number | null) => value?.toFixed(2) ?? '-';
+  /** A CPU figure of both sides, per round: `service/bare`. */
+  const cpu = (r: RouteResult, figure: (x: Round['service']) => number | null) =>
+    perRound(r, (x) => `${ms(figure(x.service))}/${ms(figure(x.bare))}`);
   printTable(
     [
       'route',
@@ -36,10 +41,13 @@ export function printComparison(
       'bare req/s',
       'ratio',
       'p99 ms svc/bare',
-      'CPU ms/req svc/bare',
+      'node CPU ms/req svc/bare',
+      'pg CPU ms/req svc/bare',
       'stmts/req svc',
       'stmts/req bare',
+      'plans/req svc/bare',
       'same SQL',
+      'named',
       'rows written/req',
       'body KiB',
     ],
@@ -49,22 +57,34 @@ export function printComparison(
       perRound(r, (x) => x.bare.reqPerSec.toFixed(0)),
       `${perRound(r, (x) => (x.ratio ?? NaN).toFixed(2))} (median ${r.ratio?.toFixed(2) ?? 'n/a'})`,
       perRound(r, (x) => `${x.service.latencyMs.p99}/${x.bare.latencyMs.p99}`),
-      perRound(
-        r,
-        (x) => `${x.service.serverCpuMsPerRequest?.toFixed(2)}/${x.bare.serverCpuMsPerRequest?.toFixed(2)}`,
-      ),
+      cpu(r, (x) => x.serverCpuMsPerRequest),
+      cpu(r, (x) => x.postgresCpuMsPerRequest),
       r.service.statementsPerRequest.toFixed(2),
       r.bare.statementsPerRequest.toFixed(2),
+      `${r.service.plansPerRequest.toFixed(2)}/${r.bare.plansPerRequest.toFixed(2)}`,
       (r.sameStatements ? 'yes' : 'NO') +
         (r.otherPerRequest > 0 ? ` (+${r.otherPerRequest.toFixed(2)} other)` : ''),
+      `${r.statements.filter((x) => x.named).length}/${r.statements.length}`,
       r.service.rowsWrittenPerRequest.toFixed(2),
       (r.bytes / 1024).toFixed(1),
     ]),
   );
   console.log('');
+  console.log(
+    'ms of CPU per request, median of the rounds (PostgreSQL: every process of the bench-only server):',
+  );
+  const middle = (r: RouteResult, figure: (x: Round) => number | null) =>
+    ms(median(r.rounds.map((x) => figure(x) ?? NaN)));
+  for (const r of results)
+    console.log(
+      `  ${r.label}: node ${middle(r, (x) => x.service.serverCpuMsPerRequest)}, postgres ${middle(r, (x) => x.service.postgresCpuMsPerRequest)}` +
+        ` (bare route: node ${middle(r, (x) => x.bare.serverCpuMsPerRequest)}, postgres ${middle(r, (x) => x.bare.postgresCpuMsPerRequest)})`,
+    );
+  console.log('');
   for (const r of results) {
-    console.log(`${r.label}: the statements it sends (captured, replayed by the bare route):`);
-    for (const s of r.statements) console.log(`  ${s.text.replace(/\s+/g, ' ').trim().slice(0, 160)}`);
+    console.log(`${r.label}: the statements it sends (captured, replayed by the bare route; * named):`);
+    for (const s of r.statements)
+      console.log(`  ${s.named ? '*' : ' '} ${s.text.replace(/\s+/g, ' ').trim().slice(0, 160)}`);
   }
   const busy = results
     .flatMap((r) => r.rounds.flatMap((x) => [x.bare, x.service]))

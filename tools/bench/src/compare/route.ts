@@ -30,7 +30,10 @@ export interface RouteResult {
   pinned: string | null;
 }
 
-/** Starts bare.ts for `route` with the captured statements and the service's answer; checks the bytes. */
+/**
+ * Starts bare.ts for `route` with the captured statements (named where the service's were) and the
+ * service's answer; checks the bytes.
+ */
 function startBare(
   server: BenchServer,
   sut: ServiceUnderTest,
@@ -75,7 +78,10 @@ export async function compareRoute(
   await request(url, init); // warm: prepared caches, the pool's first connection
   const { statements, answer: sample } = await captureStatements(server, () => request(url, init));
   if (!statements.length) throw new Error(`${route.label}: no statement captured`);
-  log(`${route.label}: ${statements.length} statements captured, ${sample.bytes.length} bytes`);
+  const named = statements.filter((s) => s.named).length;
+  log(
+    `${route.label}: ${statements.length} statements captured (${named} named), ${sample.bytes.length} bytes`,
+  );
   const bare = await startBare(server, sut, route, statements, sample, opts);
   const serviceCounted = await countStatements(server, sut.schema, target);
   const bareCounted = await countStatements(server, sut.schema, { ...target, url: bare.url });
@@ -105,7 +111,8 @@ export async function compareRoute(
         scenario('bare', `bare same-SQL route (round ${n})`, { ...target, url: bare.url }, bare.pid),
         scenario('service', `${route.label} (round ${n})`, target, sut.service.pid),
       ],
-      opts,
+      // The bench-only server's processes: its postmaster and every backend and worker.
+      { ...opts, postgresPids: async () => benchServerPids() },
     );
     rounds.push({ bare: b, service: s, ratio: s.ratioToBaseline });
   }

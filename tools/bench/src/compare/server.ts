@@ -1,6 +1,6 @@
 // The bench-only PostgreSQL server of the side-by-side mode: the local-server code of @platform/db/local
-// on its own data directory (never the shared one), with pg_stat_statements preloaded and its log
-// readable, so the bench can capture and count what each route sends.
+// on its own data directory (never the shared one), with pg_stat_statements preloaded (counting
+// plans too) and its log readable, so the bench can capture and count what each route sends.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -32,7 +32,8 @@ async function connect(url: string): Promise<{ client: Client; pid: number }> {
 
 /**
  * Starts (or joins) the bench-only server in BENCH_DATA_DIR; the first time, it turns on
- * pg_stat_statements (a preloaded library: one restart) in that server's own configuration.
+ * pg_stat_statements (a preloaded library: one restart) and its count of plans (`track_planning`,
+ * a reload) in that server's own configuration.
  */
 export async function benchServer(): Promise<BenchServer> {
   const port = await freePort();
@@ -51,6 +52,13 @@ export async function benchServer(): Promise<BenchServer> {
     client = (await connect(server.url)).client;
   }
   await client.query('create extension if not exists pg_stat_statements');
+  const planning = await client.query<{ on: string }>(
+    `select current_setting('pg_stat_statements.track_planning') as on`,
+  );
+  if (planning.rows[0].on !== 'on') {
+    await client.query('alter system set pg_stat_statements.track_planning = on');
+    await client.query('select pg_reload_conf()');
+  }
   await client.end();
   const admin = await connect(server.url);
   const own = await admin.client.query<{ pid: number }>(

@@ -51,13 +51,16 @@ async function captureOnce(server: BenchServer, act: () => Promise<unknown>): Pr
   const statements: CapturedStatement[] = [];
   for (const [i, e] of entries.entries()) {
     if (e.pid === server.adminPid || e.kind !== 'LOG' || !during(e.at)) continue;
-    const m = /^(?:execute [^:]*|statement): ([\s\S]*)$/.exec(e.body);
+    // `execute <name>[/<portal>]: ` (the extended protocol; `<unnamed>` for an unnamed statement) or
+    // `statement: ` (the simple protocol).
+    const m = /^(?:execute ([^:/]*)[^:]*|statement): ([\s\S]*)$/.exec(e.body);
     if (!m) continue;
     const next = entries[i + 1];
     const detail = next && next.pid === e.pid && next.kind === 'DETAIL' ? next.body : '';
     statements.push({
-      text: m[1],
+      text: m[2],
       parameters: detail.startsWith('parameters:') ? parseParameters(detail) : [],
+      named: m[1] !== undefined && m[1] !== '<unnamed>',
     });
   }
   return statements;
@@ -117,12 +120,17 @@ async function rowsWritten(server: BenchServer, schema: string): Promise<number>
 
 export interface Counted {
   statementsPerRequest: number;
+  /** Plans made per request (pg_stat_statements `plans`, with `track_planning` on). */
+  plansPerRequest: number;
   rowsWrittenPerRequest: number;
   /** pg_stat_statements query ids with their calls (to compare the service's with the bare route's). */
   calls: Record<string, number>;
 }
 
-/** Statements (pg_stat_statements calls) and rows written over COUNTED_REQUESTS requests of `target`. */
+/**
+ * Statements (pg_stat_statements calls), plans and rows written over COUNTED_REQUESTS requests of
+ * `target`.
+ */
 export async function countStatements(server: BenchServer, schema: string, target: Target): Promise<Counted> {
   await flushStatistics(server);
   const writtenBefore = await rowsWritten(server, schema);
@@ -130,8 +138,8 @@ export async function countStatements(server: BenchServer, schema: string, targe
   const result = await drive(target, 10, { amount: COUNTED_REQUESTS });
   if (result['2xx'] !== COUNTED_REQUESTS)
     throw new Error(`${target.url}: ${result['2xx']} of ${COUNTED_REQUESTS} answered 2xx`);
-  const { rows } = await server.admin.query<{ queryid: string; calls: string }>(
-    `select queryid::text, calls from pg_stat_statements
+  const { rows } = await server.admin.query<{ queryid: string; calls: string; plans: string }>(
+    `select queryid::text, calls, plans from pg_stat_statements
       where dbid = (select oid from pg_database where datname = current_database())
         and query not ilike '%pg_stat_statements%' and query not ilike '%pg_stat_activity%'
         and query not ilike '%pg_terminate_backend%' and query not ilike '%pg_stat_user_tables%'`,
@@ -139,9 +147,10 @@ export async function countStatements(server: BenchServer, schema: string, targe
   await flushStatistics(server);
   const written = (await rowsWritten(server, schema)) - writtenBefore;
   const calls = Object.fromEntries(rows.map((r) => [r.queryid, Number(r.calls)]));
-  const total = Object.values(calls).reduce((a, b) => a + b, 0);
+  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
   return {
-    statementsPerRequest: total / COUNTED_REQUESTS,
+    statementsPerRequest: sum(Object.values(calls)) / COUNTED_REQUESTS,
+    plansPerRequest: sum(rows.map((r) => Number(r.plans))) / COUNTED_REQUESTS,
     rowsWrittenPerRequest: written / COUNTED_REQUESTS,
     calls,
   };

@@ -84,14 +84,17 @@ export function drive(
   });
 }
 
-/** CPU seconds so far: of the server, of this process (the load generator), of the machine, of PostgreSQL. */
-function cpuReadings(pid: number) {
+/**
+ * CPU seconds so far: of the server, of this process (the load generator), of the machine, of
+ * PostgreSQL (the processes `postgresPids`, or every local one).
+ */
+function cpuReadings(pid: number, postgresPids: number[] | undefined) {
   const own = process.cpuUsage();
   return {
     server: cpuSeconds(pid),
     own: (own.user + own.system) / 1e6,
     machine: machineBusySeconds(),
-    postgres: postgresCpu(),
+    postgres: postgresCpu(postgresPids),
   };
 }
 
@@ -104,21 +107,34 @@ function cpuFigures(
   const server = before.server === null || after.server === null ? null : after.server - before.server;
   const busy = before.machine === null || after.machine === null ? null : after.machine - before.machine;
   const own = after.own - before.own;
-  const postgres = cpuSince(before.postgres, after.postgres);
+  // None seen (a server elsewhere, or none of its pids here): unknown, not nothing.
+  const postgres = after.postgres.size ? cpuSince(before.postgres, after.postgres) : null;
   const requests = Math.max(1, result.requests.total);
   return {
     // CPU the server process used during the measured run: per request, and as a share of one core.
     serverCpuMsPerRequest: server === null ? null : round((server * 1000) / requests, 3),
     serverCpuPercentOfOneCore: server === null ? null : round((server / result.duration) * 100, 1),
-    // Local PostgreSQL processes (all of them: other users of the server count too).
-    postgresCpuMsPerRequest: round((postgres * 1000) / requests, 3),
+    // The PostgreSQL processes the bench named, or else every local one (other users count too).
+    postgresCpuMsPerRequest: postgres === null ? null : round((postgres * 1000) / requests, 3),
     loadGeneratorCpuPercentOfOneCore: round((own / result.duration) * 100, 1),
     // Everything else on the machine during the run (other users' work skews the figures).
     otherCpuPercentOfOneCore:
       server === null || busy === null
         ? null
-        : round(Math.max(0, (busy - server - own - postgres) / result.duration) * 100, 1),
+        : round(Math.max(0, (busy - server - own - (postgres ?? 0)) / result.duration) * 100, 1),
   };
+}
+
+export interface LoadOptions {
+  duration: number;
+  connections: number;
+  warmup: number;
+  /**
+   * The PostgreSQL processes whose CPU counts (a bench-only server's, or the service's backends),
+   * asked before and after each measured run (a backend that appears meanwhile counts from zero);
+   * absent: every process named `postgres` on the machine.
+   */
+  postgresPids?: () => Promise<number[]>;
 }
 
 /**
@@ -126,10 +142,7 @@ function cpuFigures(
  * autocannon's figures, the server's CPU and memory, PostgreSQL's CPU, the load generator's and
  * everyone else's CPU, and the ratio of req/s to the first scenario (the baseline).
  */
-export async function runScenarios(
-  scenarios: Scenario[],
-  opts: { duration: number; connections: number; warmup: number },
-): Promise<ScenarioResult[]> {
+export async function runScenarios(scenarios: Scenario[], opts: LoadOptions): Promise<ScenarioResult[]> {
   const results: ScenarioResult[] = [];
   for (const scenario of scenarios) {
     log(
@@ -137,9 +150,11 @@ export async function runScenarios(
     );
     const warm = opts.warmup > 0 ? await drive(scenario, opts.connections, { duration: opts.warmup }) : null;
     const memoryBefore = memory(scenario.pid);
-    const before = cpuReadings(scenario.pid);
+    const pidsBefore = await opts.postgresPids?.();
+    const before = cpuReadings(scenario.pid, pidsBefore);
     const result = await drive(scenario, opts.connections, { duration: opts.duration });
-    const cpu = cpuFigures(before, cpuReadings(scenario.pid), result);
+    const pidsAfter = pidsBefore && [...new Set([...pidsBefore, ...((await opts.postgresPids?.()) ?? [])])];
+    const cpu = cpuFigures(before, cpuReadings(scenario.pid, pidsAfter), result);
     const memoryAfter = memory(scenario.pid);
     results.push({
       name: scenario.name,

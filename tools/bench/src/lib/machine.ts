@@ -39,11 +39,8 @@ function statCpuSeconds(stat: string): number {
 
 /** CPU seconds (user + system) a process has used so far. */
 export function cpuSeconds(pid: number): number | null {
-  try {
-    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return null;
-  }
+  const stat = statOf(pid);
+  return stat === undefined ? null : statCpuSeconds(stat);
 }
 
 /** CPU seconds all processes of the machine have used so far (/proc/stat). */
@@ -61,6 +58,15 @@ export function machineBusySeconds(): number | null {
   }
 }
 
+/** The text of `/proc/<pid>/stat`; undefined when there is no such process (or no /proc). */
+function statOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /** The text of `/proc/<pid>/stat` of every process (those gone meanwhile left out). */
 function everyStat(): Map<number, string> {
   const stats = new Map<number, string>();
@@ -71,21 +77,23 @@ function everyStat(): Map<number, string> {
     return stats;
   }
   for (const pid of pids) {
-    try {
-      stats.set(Number(pid), readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    } catch {
-      // gone meanwhile
-    }
+    const stat = statOf(Number(pid));
+    if (stat !== undefined) stats.set(Number(pid), stat);
   }
   return stats;
 }
 
-/** CPU seconds per pid of every local PostgreSQL process (the server the service talks to on loopback). */
-export function postgresCpu(): Map<number, number> {
+const isPostgres = (stat: string) => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres';
+
+/**
+ * CPU seconds per pid of the processes `pids` that are PostgreSQL's here (a pid of a server in a
+ * container names another process, or none, and is left out, as are those gone), or else of every
+ * local process named `postgres` (every server of the machine, whoever uses it).
+ */
+export function postgresCpu(pids?: number[]): Map<number, number> {
   const byPid = new Map<number, number>();
-  for (const [pid, stat] of everyStat())
-    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'postgres')
-      byPid.set(pid, statCpuSeconds(stat));
+  const stats = pids ? pids.map((pid) => [pid, statOf(pid)] as const) : everyStat();
+  for (const [pid, stat] of stats) if (stat && isPostgres(stat)) byPid.set(pid, statCpuSeconds(stat));
   return byPid;
 }
 
