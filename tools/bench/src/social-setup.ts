@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { Pagination } from '@platform/social-api/pagination';
 import type { TokenPair } from '@platform/social-api/tokens/schemas';
 import type { User } from '@platform/social-api/users/schemas';
+import { ensureServiceBuild } from './lib/build';
 import { round } from './lib/numbers';
 import { request, startNode } from './lib/processes';
 import { ROOT } from './lib/run';
@@ -22,6 +23,10 @@ export interface Page<T> {
   pagination: Pagination;
   data: T[];
 }
+
+/** Builds social-api when its build lacks the files the social benchmarks run, or when `force`d. */
+export const ensureSocialApiBuild = (force: boolean) =>
+  ensureServiceBuild({ project: SOCIAL_API.project, files: ['app.js', 'main.js', 'cli.js'], force });
 
 /** `node apps/social-api/dist/cli.js <args>` on the throw-away database; its output, or an error. */
 async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<string> {

@@ -10,7 +10,6 @@ import type { Post } from '@platform/social-api/posts/schemas';
 import type { User } from '@platform/social-api/users/schemas';
 import { sql } from 'kysely';
 import { startBaseline } from './lib/baselines';
-import { ensureServiceBuild } from './lib/build';
 import {
   analyzedDatabaseInfo,
   databaseEnv,
@@ -25,7 +24,16 @@ import { benchOptions, type BenchOptions } from './lib/options';
 import { request, startService, type Answer } from './lib/processes';
 import { printReport, reportHead, writeReport, type Report } from './lib/report';
 import { log, runMain, stamp } from './lib/run';
-import { APP_DIST, benchUser, fake, SOCIAL_API, spreadOver, type BenchUser, type Page } from './social-setup';
+import {
+  APP_DIST,
+  benchUser,
+  ensureSocialApiBuild,
+  fake,
+  SOCIAL_API,
+  spreadOver,
+  type BenchUser,
+  type Page,
+} from './social-setup';
 
 type Options = BenchOptions<'users' | 'posts' | 'follows'>;
 
@@ -126,11 +134,7 @@ async function bench(opts: Options): Promise<void> {
   const startedAt = new Date();
   // Other work on the machine skews every figure (ratios less so): recorded, and shown in the report.
   const loadAtStart = loadAverage();
-  ensureServiceBuild({
-    project: SOCIAL_API.project,
-    files: ['app.js', 'main.js', 'cli.js'],
-    force: opts.build,
-  });
+  ensureSocialApiBuild(opts.build);
 
   log(
     `seeding ${opts.users} users and ${opts.posts} posts into ${opts.databaseUrl ? 'PostgreSQL (fresh schema)' : 'the local PostgreSQL (fresh schema)'} with social-api's fake commands ...`,

@@ -66,6 +66,25 @@ export async function withDatabase<T>(
   }
 }
 
+/**
+ * The PostgreSQL backends of the processes started with `PGAPPNAME=<applicationName>` in their
+ * environment (pg takes it as the connections' `application_name`), wherever the server runs and
+ * whoever else uses it: a function asking for their pids now, on a connection of the bench's own
+ * (not among them), open until the clean-up.
+ */
+export async function backendsNamed(
+  config: BenchDatabase['config'],
+  applicationName: string,
+): Promise<() => Promise<number[]>> {
+  const database = await openDatabase({ ...config, poolMax: 1 });
+  onCleanup(() => database.close());
+  return async () =>
+    (
+      await sql<{ pid: number }>`select pid from pg_stat_activity
+        where application_name = ${applicationName}`.execute(database.db)
+    ).rows.map((r) => r.pid);
+}
+
 /** What every report says of its database; each benchmark adds its counts. */
 export interface DatabaseInfo {
   kind: BenchDatabase['kind'];

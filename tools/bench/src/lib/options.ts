@@ -38,6 +38,15 @@ const LOAD_OPTIONS = {
 
 type LoadOption = keyof typeof LOAD_OPTIONS;
 
+/** The load options with a benchmark's own defaults (`loadDefaults`) where it has some. */
+const loadOptions = (defaults: Partial<Record<LoadOption, number>> = {}): Record<string, NumberOption> =>
+  Object.fromEntries(
+    Object.entries<NumberOption>(LOAD_OPTIONS).map(([name, option]) => [
+      name,
+      { ...option, fallback: defaults[name as LoadOption] ?? option.fallback },
+    ]),
+  );
+
 /** A benchmark's options: its own numbers (`Own`), the load options, its texts and the common switches. */
 export type BenchOptions<Own extends string, Text extends string = never> = Record<
   Own | LoadOption,
@@ -60,11 +69,20 @@ export interface BenchCommand<Own extends string, Text extends string = never> {
   own: Record<Own, NumberOption>;
   /** Its text options, if any. */
   text?: Record<Text, TextOption>;
+  /** Its defaults of the load options, where they differ from the others' (a bench of many short cells). */
+  loadDefaults?: Partial<Record<LoadOption, number>>;
 }
 
 /** The usage text: a line per option, the numeric ones with their environment variable. */
-function usageOf({ command, project, schemaPrefix, own, text = {} }: BenchCommand<string, string>): string {
-  const numbers = Object.entries<NumberOption>({ ...own, ...LOAD_OPTIONS });
+function usageOf({
+  command,
+  project,
+  schemaPrefix,
+  own,
+  text = {},
+  loadDefaults,
+}: BenchCommand<string, string>): string {
+  const numbers = Object.entries<NumberOption>({ ...own, ...loadOptions(loadDefaults) });
   const texts = Object.entries<TextOption>(text);
   const width = Math.max(...numbers.map(([, { help }]) => help.length)) + 1;
   const line = (name: string, help: string) => `  ${name.padEnd(13)}  ${help}`;
@@ -96,7 +114,7 @@ function usageOf({ command, project, schemaPrefix, own, text = {} }: BenchComman
 export function benchOptions<Own extends string, Text extends string = never>(
   bench: BenchCommand<Own, Text>,
 ): BenchOptions<Own, Text> {
-  const numbers: Record<string, NumberOption> = { ...bench.own, ...LOAD_OPTIONS };
+  const numbers: Record<string, NumberOption> = { ...bench.own, ...loadOptions(bench.loadDefaults) };
   const texts = Object.keys(bench.text ?? {});
   const { values }: { values: Record<string, string | boolean | undefined> } = parseArgs({
     options: {

@@ -121,6 +121,16 @@ export function printTable(header: string[], rows: string[][]): void {
 }
 
 /**
+ * A table as markdown: the header, the alignment row (the first column left, the others right), the
+ * rows; `|` and `<` in a cell (`/api/users/<id>`) stay text.
+ */
+export function markdownTable({ header, rows }: { header: string[]; rows: string[][] }): string {
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/</g, '&lt;');
+  const line = (cells: string[]) => `| ${cells.map(cell).join(' | ')} |`;
+  return [line(header), line(header.map((_, i) => (i === 0 ? ':--' : '--:'))), ...rows.map(line)].join('\n');
+}
+
+/**
  * Prints the report: a title line (`<title> — <database> (<version>), <seeded>, ...`), the machine,
  * the scenario table, the caller's `notes` lines, the service's memory and the warnings.
  */
