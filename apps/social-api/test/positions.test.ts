@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { faker } from '@faker-js/faker';
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, sql, type RawBuilder } from 'kysely';
 import { childProcessEnv } from '@platform/testing';
 import { repairPositions } from '../src/db/positions';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
@@ -45,13 +45,25 @@ async function page(url: string): Promise<Page> {
   return res.json<Page>();
 }
 
+/** A collection of posts: its URL and which posts are in it. */
+type Collection = { url: string; scope: RawBuilder<unknown> };
+/** All posts (null), one author's, or `{ feedOf }`: a user's own posts and those of everyone they follow. */
+const collection = (of: number | null | { feedOf: number }): Collection =>
+  of === null
+    ? { url: '/api/posts', scope: sql`true` }
+    : typeof of === 'number'
+      ? { url: `/api/users/${of}/posts`, scope: sql`p.user_id = ${of}` }
+      : {
+          url: '/api/feed',
+          scope: sql`p.user_id in (select followed_id from followers where follower_id = ${of.feedOf} union select ${of.feedOf})`,
+        };
+
 /** What a page must be: the scope's posts by a plain ordered query, every row counted. */
 async function expectedPage(
-  author: number | null,
+  { scope }: Collection,
   limit: number,
   mode: { offset: number } | { after: string },
 ) {
-  const scope = author === null ? sql`true` : sql`p.user_id = ${author}`;
   const total = Number(
     (await sql<{ n: string }>`select count(*) as n from posts p where ${scope}`.execute(db())).rows[0].n,
   );
@@ -73,9 +85,10 @@ async function expectedPage(
 }
 
 /** Pages of a scope at many depths, in both modes, against the plain query. */
-async function expectExactPages(author: number | null) {
-  const base = author === null ? '/api/posts' : `/api/users/${author}/posts`;
-  const { total } = (await expectedPage(author, 1, { offset: 0 })) as { total: number };
+async function expectExactPages(of: number | null | { feedOf: number }) {
+  const pages = collection(of);
+  const base = pages.url;
+  const { total } = (await expectedPage(pages, 1, { offset: 0 })) as { total: number };
   const offsets = new Set([
     0,
     1,
@@ -86,7 +99,7 @@ async function expectExactPages(author: number | null) {
   for (const offset of [...offsets].filter((o) => o >= 0 && (o < total || o === 0))) {
     const limit = faker.number.int({ min: 1, max: 25 });
     const got = await page(`${base}?offset=${offset}&limit=${limit}`);
-    const want = await expectedPage(author, limit, { offset });
+    const want = await expectedPage(pages, limit, { offset });
     expect({
       url: `${base}?offset=${offset}&limit=${limit}`,
       ...got.pagination,
@@ -101,15 +114,14 @@ async function expectExactPages(author: number | null) {
     });
   }
   const { rows } = await sql<{ ts: Date }>`
-    select p.timestamp as ts from posts p where ${author === null ? sql`true` : sql`p.user_id = ${author}`}
-    order by random() limit 4`.execute(db());
+    select p.timestamp as ts from posts p where ${pages.scope} order by random() limit 4`.execute(db());
   for (const after of [
     ...rows.map((r) => r.ts.toISOString()),
     '2020-01-01T00:00:00.000Z',
     '2100-01-01T00:00:00.000Z',
   ]) {
     const got = await page(`${base}?after=${encodeURIComponent(after)}`);
-    const want = await expectedPage(author, 25, { after });
+    const want = await expectedPage(pages, 25, { after });
     expect({ after, ...got.pagination, ids: got.data.map((p) => p.id) }).toEqual({
       after,
       limit: 25,
@@ -141,11 +153,16 @@ async function bucketProblems() {
   const users = await sql<{ lo: number }>`
     select lo from (select (id >> 10) << 10 as lo, count(*) as n from users group by 1) actual
     full join user_buckets b using (lo) where actual.n is distinct from b.n`.execute(db());
+  const weeks = await sql<{ user_id: number; week: Date }>`
+    select user_id, week from (
+      select user_id, date_bin('7 days', timestamp, '2000-01-03 00:00:00+00') as week, count(*) as n from posts group by 1, 2
+    ) actual full join post_weeks w using (user_id, week) where actual.n is distinct from w.n`.execute(db());
   return {
     wrongBuckets: wrong,
     wrongScopes: sums.rows.filter((r) => Number(r.counted ?? 0) !== Number(r.posts)),
     oversized: rows.filter((r) => r.n > 2 * BUCKET_ROWS).length,
     wrongUserRanges: users.rows.map((r) => r.lo),
+    wrongWeeks: weeks.rows,
   };
 }
 
@@ -155,6 +172,7 @@ const expectNoBucketProblems = async () =>
     wrongScopes: [],
     oversized: 0,
     wrongUserRanges: [],
+    wrongWeeks: [],
   });
 
 /** Posts of `authors` at random times in 2025, some sharing a millisecond (ties sort by id). */
@@ -180,6 +198,11 @@ test('after any mix of writes, every page in both modes equals the plain ordered
   const authors: number[] = [];
   for (let i = 0; i < 4; i++) authors.push((await t.register({ username: `author${i}` })).id);
   await insertPosts(authors, 300); // one statement: the first buckets are cut from it
+  // The reader's feed: their own posts (below) and two of the authors'.
+  for (const followed of authors.slice(0, 2))
+    expect(
+      (await t.as(reader.token, { method: 'POST', url: `/api/me/following/${followed}` })).statusCode,
+    ).toBe(204);
   for (let round = 0; round < 6; round++) {
     // One by one through the API (the newest bucket grows and is cut), in bulk, deleted, moved.
     for (let i = 0; i < 10; i++) {
@@ -203,6 +226,7 @@ test('after any mix of writes, every page in both modes equals the plain ordered
     await expectNoBucketProblems();
     await expectExactPages(null);
     await expectExactPages(faker.helpers.arrayElement(authors));
+    await expectExactPages({ feedOf: reader.id });
   }
   // An author deleted with their posts (a cascade), then every post at once.
   await db().deleteFrom('users').where('id', '=', authors[0]).execute();
@@ -309,19 +333,29 @@ test('the repair command restores a deliberately broken structure', async () => 
   );
   await sql`update followers set follower_name = 'zzz-stale' where follower_id = ${fan.id}`.execute(db());
   expect(await staleFollowNames()).toHaveLength(1);
+  await sql`update post_weeks set n = n + 2 where (user_id, week) = (select user_id, max(week) from post_weeks group by 1 order by 1 limit 1)`.execute(
+    db(),
+  );
   // One bucket counts 3 too many (so does its scope, all posts); one author's posts have no bucket;
-  // one range of user ids counts one user too many.
+  // one range of user ids counts one user too many; one author's week two posts too many.
   const broken = await bucketProblems();
-  expect([broken.wrongBuckets.length, broken.wrongScopes.length, broken.wrongUserRanges.length]).toEqual([
-    1, 2, 1,
-  ]);
-  // Pages read the buckets (no count behind them), so a deep page is now off.
+  expect([
+    broken.wrongBuckets.length,
+    broken.wrongScopes.length,
+    broken.wrongUserRanges.length,
+    broken.wrongWeeks.length,
+  ]).toEqual([1, 2, 1, 1]);
   const env = childProcessEnv(t.config.database as { url: string; schema: string }, { LOG_LEVEL: 'silent' });
   const repair = () => run(process.execPath, [...CLI, 'repair-positions'], { cwd: APP_DIR, env });
   expect((await repair()).stdout).toMatch(
-    /^Positions repaired: 4 wrong buckets found, \d+ now; 1 follow renamed\.\n$/,
+    /^Positions repaired: 5 wrong buckets found, \d+ now; 1 follow renamed\.\n$/,
   );
-  expect(await bucketProblems()).toMatchObject({ wrongBuckets: [], wrongScopes: [], wrongUserRanges: [] });
+  expect(await bucketProblems()).toMatchObject({
+    wrongBuckets: [],
+    wrongScopes: [],
+    wrongUserRanges: [],
+    wrongWeeks: [],
+  });
   expect(await staleFollowNames()).toEqual([]);
   await expectExactPages(null);
   expect((await repair()).stdout).toMatch(
@@ -514,6 +548,37 @@ test("a deep follow-list page walks the follow rows' name index, joins only the 
     expect(
       plan.filter((n) => n['Index Name'] === 'followers_followed_name_idx').length,
     ).toBeGreaterThanOrEqual(1);
+  }
+}, 120_000);
+
+test("a deep page of the feed sorts the feed's posts of the weeks that hold it, not the whole feed", async () => {
+  const viewer = await t.register({ username: 'feed-reader' });
+  const followed = await Promise.all([0, 1, 2].map((i) => t.register({ username: `weekly${i}` })));
+  for (const f of followed)
+    expect((await t.as(viewer.token, { method: 'POST', url: `/api/me/following/${f.id}` })).statusCode).toBe(
+      204,
+    );
+  // 3,000 posts over about 60 weeks: some 50 a week in this feed.
+  await sql`insert into posts (user_id, text, timestamp)
+    select (${sql.val(followed.map((f) => f.id))}::int[])[1 + g % 3], 'weekly ' || g,
+           timestamptz '2024-01-01 00:00:00+00' + g * interval '3 hours'
+    from generate_series(1, 3000) g`.execute(db());
+  await sql`vacuum analyze posts`.execute(db());
+  await sql`analyze post_weeks`.execute(db());
+  const feed = (url: string) => t.as(viewer.token, { method: 'GET', url });
+  for (const url of ['/api/feed?offset=2700', '/api/feed?after=2024-02-15T00:00:00Z']) {
+    const from = t.statements.length;
+    expect((await feed(url)).statusCode).toBe(200);
+    const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) => /post_weeks/.test(q.sql))!;
+    expect(statement).toBeDefined();
+    const { rows } = await db().executeQuery<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+      CompiledQuery.raw(`explain (analyze, format json) ${statement.sql}`, [...statement.parameters]),
+    );
+    const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+    // Sorted: at most the posts of the weeks holding the page (about 50 a week here), never the 3,000.
+    for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
+      if (nodes(sort).some((n) => n['Relation Name'] === 'posts'))
+        expect(sort['Actual Rows']).toBeLessThanOrEqual(200);
   }
 }, 120_000);
 

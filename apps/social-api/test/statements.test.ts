@@ -189,6 +189,7 @@ describe('statements and writes of the hot reads', () => {
         posts: zero,
         post_buckets: zero,
         user_buckets: zero,
+        post_weeks: zero,
         followers: zero,
         tokens: zero,
         totals: zero,

@@ -14,8 +14,13 @@ export interface PositionRepair {
  * How far the buckets are from the rows they count. Posts (migration 2026-11-28T1400): each bucket's
  * count against the posts in its range, and each scope's sum against its number of posts (a post
  * below a scope's first bucket counts in none); index range counts, one pass over the posts per
- * scope. Users (2026-11-28T1500): each range of ids against a count of its users.
+ * scope; each author's weeks against a count of their posts per week. Users (2026-11-28T1500): each
+ * range of ids against a count of its users.
  */
+/** Each author's posts per week, as post_weeks counts them (migration 2026-11-28T1400_post_positions). */
+const weeksOfPosts = sql`
+  select user_id, date_bin('7 days', timestamp, '2000-01-03 00:00:00+00') as week, count(*) as n from posts group by 1, 2`;
+
 async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
   const { rows } = await sql<{ wrong: string }>`
     with b as (
@@ -47,7 +52,11 @@ async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
       + (select count(*) from scopes s
          where s.posts <> coalesce((select sum(n) from post_buckets b where b.scope = s.scope), 0))
       + (select count(*) from (select (id >> 10) << 10 as lo, count(*) as n from users group by 1) actual
-         full join user_buckets b using (lo) where actual.n is distinct from b.n) as wrong`.execute(db);
+         full join user_buckets b using (lo) where actual.n is distinct from b.n)
+      + (select count(*) from (${weeksOfPosts}) actual
+         full join post_weeks w using (user_id, week) where actual.n is distinct from w.n) as wrong`.execute(
+    db,
+  );
   return Number(rows[0].wrong);
 }
 
@@ -66,6 +75,8 @@ export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRep
       select cut_post_buckets(s.scope, '-infinity', 0, 'infinity', 0, coalesce(t.post_bucket_rows, 2000))
       from (select 0 as scope union all select distinct user_id from posts) s
       left join totals t on true`.execute(tx);
+    await sql`delete from post_weeks`.execute(tx);
+    await sql`insert into post_weeks (user_id, week, n) ${weeksOfPosts}`.execute(tx);
     await sql`delete from user_buckets`.execute(tx);
     await sql`insert into user_buckets (lo, n) select (id >> 10) << 10, count(*) from users group by 1`.execute(
       tx,

@@ -47,6 +47,13 @@ export interface PostBucketsTable {
   n: number;
 }
 
+/** An author's posts per week (7-day steps from 2000-01-03 UTC), kept by triggers: the feed's positions. */
+export interface PostWeeksTable {
+  user_id: number;
+  week: Date;
+  n: number;
+}
+
 /** Users per range of 1,024 ids (`lo`, a multiple of 1,024), kept by triggers (migration 2026-11-28T1500). */
 export interface UserBucketsTable {
   lo: number;
@@ -92,6 +99,7 @@ export interface SocialDatabase {
   posts: PostsTable;
   post_buckets: PostBucketsTable;
   user_buckets: UserBucketsTable;
+  post_weeks: PostWeeksTable;
   followers: FollowersTable;
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;

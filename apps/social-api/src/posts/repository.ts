@@ -1,7 +1,7 @@
 import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { SocialDatabase } from '../db/schema';
 import { isoTimestamp, param, prepare } from '@platform/db';
-import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
+import { MAX_LIMIT, pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 import { publicUserColumns, type PublicUserRow } from '../users/repository';
 
 export interface PostWithAuthor {
@@ -62,6 +62,8 @@ interface PostScope {
   atOrBefore: Expression<string | number>;
   /** `each-run` when the owner changes the best plan (see `prepare`). */
   plan?: 'each-run';
+  /** Other keys for offsets from `from` on (a first page and a deep one may want different shapes). */
+  deep?: { from: number; keys: PageKeys };
 }
 
 /** The smallest key (timestamp, id) of a cursor's time: every post of that time sorts at or after it. */
@@ -146,11 +148,11 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
    * index; only its rows are joined with their authors and formatted.
    */
   const newestFirst = (scope: PostScope) => {
-    const compile = (mode: PageRequest<Date>['mode']) => {
+    const compile = (mode: PageRequest<Date>['mode'], keys = scope.keys[mode]) => {
       // Each key dressed by its own lookups (a LATERAL subquery kept whole by `offset 0`), so no
       // plan joins the page to the whole posts table, whatever the planner guesses of its size.
       const page = db
-        .selectFrom(scope.keys[mode].as('k'))
+        .selectFrom(keys.as('k'))
         .innerJoinLateral(
           (eb) =>
             eb
@@ -191,8 +193,11 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       );
     };
     const pages = { after: compile('after'), offset: compile('offset') };
+    const deep = scope.deep && { from: scope.deep.from, page: compile('offset', scope.deep.keys) };
+    const pageOf = (request: PageRequest<Date>) =>
+      deep && request.mode === 'offset' && request.offset >= deep.from ? deep.page : pages[request.mode];
     return (ownerId: number): PageSource<PostWithAuthor, Date> => ({
-      read: async (request) => pageFromRows(await pages[request.mode](ownerId, request), postFromPageRow),
+      read: async (request) => pageFromRows(await pageOf(request)(ownerId, request), postFromPageRow),
     });
   };
 
@@ -207,37 +212,78 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       .select('followers.followed_id')
       .where('followers.follower_id', '=', userId)
       .unionAll(db.selectNoFrom(sql<number>`${userId}::integer`.as('followed_id')));
-  /** The feed's keys, newest first: read from the authors' index entries, never their rows. */
-  const feedKeys = (mode: PageRequest<Date>['mode']) => {
-    const keys = db
+  /**
+   * The feed's weeks (migration 2026-11-28T1400_post_positions: its authors' posts per week on one
+   * grid), newest first, with the running count of posts from the newest (`through`).
+   */
+  const feedWeeks = sql`(
+    select w.week, w.n, sum(w.n) over (order by w.week desc rows unbounded preceding) as through
+    from (
+      select pw.week, sum(pw.n)::int as n from post_weeks pw
+      where pw.user_id in (${feedAuthors(owner)}) group by pw.week
+    ) w
+  )`;
+  /** The start of the week holding the feed's `position`-th post (from 1; none: its oldest). */
+  const weekHolding = (position: RawBuilder<unknown>) =>
+    sql`coalesce((select r.week from r where r.through >= ${position} order by r.week desc limit 1), '-infinity')`;
+  /** The feed's posts (keys only) in a range of time. */
+  const feedPosts = (from: RawBuilder<unknown>, before: RawBuilder<unknown>) => sql`
+    select p.id, p.timestamp from posts p
+    where p.user_id in (${feedAuthors(owner)}) and p.timestamp >= ${from} and p.timestamp < ${before}`;
+  /**
+   * The feed's keys, newest first, from its authors' index entries, never their rows: only the posts
+   * of the weeks that hold the page's first and last rows are sorted (found by the running count).
+   */
+  const feedKeys = {
+    /** A first page: the planner's choice over the authors' index entries (a few pages deep at most). */
+    offset: sql<{ id: number; timestamp: Date }>`(${db
       .selectFrom('posts as p')
       .select(['p.id', 'p.timestamp'])
       .where('p.user_id', 'in', feedAuthors(owner))
       .orderBy('p.timestamp', 'desc')
       .orderBy('p.id', 'desc')
-      .limit(param<number>(1));
-    return sql<{ id: number; timestamp: Date }>`(${
-      mode === 'after' ? keys.where('p.timestamp', '<', param<Date>(2)) : keys.offset(param<number>(2))
-    })`;
+      .limit(param<number>(1))
+      .offset(param<number>(2))})`,
+    deep: sql<{ id: number; timestamp: Date }>`(
+      with r as ${feedWeeks}
+      select k.id, k.timestamp
+      from (
+        select r.week, ${param(2)} - (r.through - r.n) as skip from r
+        where r.through > ${param(2)} order by r.week desc limit 1
+      ) t
+      cross join lateral (
+        ${feedPosts(weekHolding(sql`${param(2)} + ${param(1)}`), sql`t.week + interval '7 days'`)}
+        order by p.timestamp desc, p.id desc offset t.skip limit ${param(1)}
+      ) k
+    )`,
+    after: sql<{ id: number; timestamp: Date }>`(
+      with r as ${feedWeeks}
+      ${feedPosts(weekHolding(sql`c.at_or_before + ${param(1)}`), param(2))}
+      order by p.timestamp desc, p.id desc limit ${param(1)}
+    )`,
   };
+  /** The feed's week of a cursor. */
+  const cursorWeek = sql`date_bin('7 days', ${param(2)}::timestamptz, '2000-01-03 00:00:00+00')`;
 
   const allPosts = newestFirst(bucketed(db, 'all'));
   const byAuthor = newestFirst(bucketed(db, 'author'));
   const feed = newestFirst({
     // A user who follows thousands and one who follows three want different plans.
     plan: 'each-run',
-    keys: { after: feedKeys('after'), offset: feedKeys('offset') },
+    keys: feedKeys,
+    // From the fifth page on, the weeks: a top-N sort of every post of the feed costs more.
+    deep: { from: 4 * MAX_LIMIT, keys: feedKeys.deep },
     total: db
       .selectFrom('users as author')
       .select(sql<string>`coalesce(sum(author.posts_count), 0)`.as('n'))
       .where('author.id', 'in', feedAuthors(owner))
       .$asScalar(),
-    atOrBefore: db
-      .selectFrom('posts as p')
-      .where('p.user_id', 'in', feedAuthors(owner))
-      .where('p.timestamp', '>=', param<Date>(2))
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .$asScalar(),
+    // The weeks after the cursor's, then the posts at or after it in its week.
+    atOrBefore: sql<string>`(
+      (select coalesce(sum(pw.n), 0) from post_weeks pw
+       where pw.user_id in (${feedAuthors(owner)}) and pw.week > ${cursorWeek})
+      + (select count(*) from (${feedPosts(param(2), sql`${cursorWeek} + interval '7 days'`)}) here)
+    )`,
   });
 
   const authorExists = prepare(

@@ -17,6 +17,12 @@ import { sql, type Kysely } from 'kysely';
  * run after that lock (READ COMMITTED), sees the cuts of the one before. `social-api
  * repair-positions` rebuilds every bucket from the posts.
  *
+ * A feed mixes authors, so one author's buckets do not line up with another's: for feeds every
+ * author's posts are also counted per week on one grid for all (`post_weeks`; 7-day steps from Monday
+ * 2000-01-03, UTC). A feed's page sums its authors' weeks, finds the weeks holding its first and its
+ * last row, and sorts only the feed's posts of those weeks. A post never changes week but by hand,
+ * so weeks are only counted up and down, never cut.
+ *
  * Keys are compared as rows `(timestamp, id)`: the first bucket of a scope starts at
  * ('-infinity', 0), below every post, and "no newer bucket" is ('infinity', 0), above every post,
  * which is why a post's time must be finite (the API only ever writes now()).
@@ -33,6 +39,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('lo_id', 'integer', (c) => c.notNull())
     .addColumn('n', 'integer', (c) => c.notNull().check(sql`n >= 0`))
     .addPrimaryKeyConstraint('post_buckets_pkey', ['scope', 'lo_ts', 'lo_id'])
+    .execute();
+  await db.schema
+    .createTable('post_weeks')
+    .addColumn('user_id', 'integer', (c) => c.notNull())
+    .addColumn('week', 'timestamptz', (c) => c.notNull())
+    .addColumn('n', 'integer', (c) => c.notNull().check(sql`n >= 0`))
+    .addPrimaryKeyConstraint('post_weeks_pkey', ['user_id', 'week'])
     .execute();
   // The size buckets are cut to, beside the totals every writer of posts locks anyway.
   await db.schema
@@ -82,6 +95,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     begin
       if tg_op = 'TRUNCATE' then
         delete from post_buckets;
+        delete from post_weeks;
         return null;
       end if;
       -- The places added and removed (an UPDATE that keeps key and author, an edit, changes nothing).
@@ -97,6 +111,19 @@ export async function up(db: Kysely<any>): Promise<void> {
       end if;
       if cardinality(added) = 0 and cardinality(removed) = 0 then return null; end if;
       select post_bucket_rows into size from totals for no key update;
+      -- Each author's weeks: counts added in key order (row locks in one order), then those taken
+      -- away; emptied weeks go.
+      insert into post_weeks (user_id, week, n)
+      select a.user_id, date_bin('7 days', a.ts, '2000-01-03 00:00:00+00'), count(*)
+      from unnest(added) a group by 1, 2 order by 1, 2
+      on conflict (user_id, week) do update set n = post_weeks.n + excluded.n;
+      with gone as (
+        select r.user_id, date_bin('7 days', r.ts, '2000-01-03 00:00:00+00') as week, count(*)::int as n
+        from unnest(removed) r group by 1, 2
+      )
+      update post_weeks w set n = w.n - gone.n from gone where (w.user_id, w.week) = (gone.user_id, gone.week);
+      delete from post_weeks w where w.n = 0
+        and (w.user_id, w.week) in (select r.user_id, date_bin('7 days', r.ts, '2000-01-03 00:00:00+00') from unnest(removed) r);
       -- Every scope a post is added to has a first bucket.
       insert into post_buckets (scope, lo_ts, lo_id, n)
       select distinct scope, '-infinity'::timestamptz, 0, 0 from unnest(added) a, lateral (values (0), (a.user_id)) s(scope)
@@ -149,7 +176,12 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create trigger position_posts_truncate after truncate on posts
     for each statement execute function position_posts()`.execute(db);
 
-  // The buckets of the posts there are now.
+  // The buckets and weeks of the posts there are now.
+  await sql`
+    insert into post_weeks (user_id, week, n)
+    select user_id, date_bin('7 days', timestamp, '2000-01-03 00:00:00+00'), count(*) from posts group by 1, 2`.execute(
+    db,
+  );
   await sql`select cut_post_buckets(0, '-infinity', 0, 'infinity', 0, 2000)`.execute(db);
   await sql`select cut_post_buckets(u.id, '-infinity', 0, 'infinity', 0, 2000) from users u where u.posts_count > 0`.execute(
     db,
@@ -165,6 +197,7 @@ export async function down(db: Kysely<any>): Promise<void> {
     db,
   );
   await db.schema.dropTable('post_buckets').execute();
+  await db.schema.dropTable('post_weeks').execute();
   await db.schema.alterTable('totals').dropColumn('post_bucket_rows').execute();
   await sql`alter table posts drop constraint posts_timestamp_finite`.execute(db);
 }
