@@ -99,9 +99,12 @@ function openPool<DB>(
     max: config.poolMax ?? 10,
     connectionTimeoutMillis: config.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
-    // Every connection starts in the service's schema (atproto's pattern): no query names it; and
-    // with the statement timeout as its default (migrations lift it on their own connection).
-    options: `-c search_path=${config.schema} -c statement_timeout=${Math.trunc(statementTimeout)}`,
+    // Every connection starts in the service's schema (atproto's pattern): no query names it; with
+    // the statement timeout as its default (migrations lift it on their own connection); and without
+    // JIT compilation, which pays off for long analytic queries, never for a service's small ones:
+    // a page whose plan is estimated costly (a generic plan with an unknown offset, a deep feed)
+    // would spend some 250 ms compiling code for a query that runs in one.
+    options: `-c search_path=${config.schema} -c statement_timeout=${Math.trunc(statementTimeout)} -c jit=off`,
     // pg's option is `false`, not 0, for "no limit".
     query_timeout: queryTimeout > 0 ? queryTimeout : undefined,
   });

@@ -79,6 +79,22 @@ describe('statement and query timeouts', () => {
     expect(rows).toEqual([{ statement_timeout: '10s' }]);
   });
 
+  test('no JIT compilation: a statement estimated costly runs, it does not spend its time compiling first', async () => {
+    const fresh = testDatabase('timeouts');
+    cleanups.push(fresh.cleanup);
+    const database = await openDatabase({ ...fresh.config, poolMax: 1 });
+    cleanups.push(() => database.close());
+    const { rows } = await sql<{ jit: string }>`show jit`.execute(database.db);
+    expect(rows).toEqual([{ jit: 'off' }]);
+    // A plan estimated above jit_above_cost (100,000 by default): no JIT section (where the server
+    // has JIT, plain EXPLAIN shows one it would use).
+    const plan = await sql<{ 'QUERY PLAN': string }>`
+      explain select count(*) from generate_series(1, 10000000) g where g < 0`.execute(database.db);
+    const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(Number(/cost=[\d.]+\.\.([\d.]+)/.exec(text)![1])).toBeGreaterThan(100_000);
+    expect(text).not.toMatch(/\bJIT\b/);
+  });
+
   test.each([
     [{ code: '57014' }, true],
     [new Error('Query read timeout'), true],

@@ -67,7 +67,9 @@ interface PostScope {
 }
 
 /** The smallest key (timestamp, id) of a cursor's time: every post of that time sorts at or after it. */
-const cursorKey = sql`(${param(2)}::timestamptz, '-2147483648'::integer)`;
+const cursorTs = sql`${param(2)}::timestamptz`;
+const cursorId = sql`'-2147483648'::integer`;
+const cursorKey = sql`(${cursorTs}, ${cursorId})`;
 
 /**
  * A scope whose positions the triggers keep in `post_buckets` (0: all posts; else an author's; see
@@ -83,10 +85,11 @@ function bucketed(db: Kysely<SocialDatabase>, scope: 'all' | 'author'): PostScop
     scope === 'all'
       ? sql`(p.timestamp, p.id) < (${ts}, ${id})`
       : sql`p.user_id = ${s} and (p.user_id, p.timestamp, p.id) < (${s}, ${ts}, ${id})`;
-  const atOrAfter = (key: RawBuilder<unknown>) =>
+  /** Posts of the scope at or above a key (both bounds of an author's range on the index). */
+  const atOrAbove = (ts: RawBuilder<unknown>, id: RawBuilder<unknown>) =>
     scope === 'all'
-      ? sql`(p.timestamp, p.id) >= ${key}`
-      : sql`p.user_id = ${s} and (p.timestamp, p.id) >= ${key}`;
+      ? sql`(p.timestamp, p.id) >= (${ts}, ${id})`
+      : sql`p.user_id = ${s} and (p.user_id, p.timestamp, p.id) >= (${s}, ${ts}, ${id})`;
   /** The first bucket above a key, as `hi` (none: above every post). */
   const nextBucket = (after: RawBuilder<unknown>, inclusive: boolean) => sql`left join lateral (
       select h.lo_ts, h.lo_id from post_buckets h
@@ -131,7 +134,7 @@ function bucketed(db: Kysely<SocialDatabase>, scope: 'all' | 'author'): PostScop
     atOrBefore: sql`(
       (select coalesce(sum(b.n), 0) from post_buckets b where b.scope = ${s} and (b.lo_ts, b.lo_id) >= ${cursorKey})
       + (select count(*) from (select 1) one ${nextBucket(cursorKey, true)}
-         join posts p on ${atOrAfter(cursorKey)} and ${below(hiTs, hiId)})
+         join posts p on ${atOrAbove(cursorTs, cursorId)} and ${below(hiTs, hiId)})
     )`,
   };
 }
