@@ -6,6 +6,9 @@ import { migrations } from './db/migrations';
 import { repairPositions } from './db/positions';
 import { FAKE_USAGE, fakeCommand, isFakeKind, parseCount } from './seed';
 
+/** `n thing(s)`. */
+const count = (n: number, thing: string) => `${n} ${thing}${n === 1 ? '' : 's'}`;
+
 runCli({
   name: 'social-api',
   loadConfig,
@@ -28,7 +31,7 @@ runCli({
         withDatabase(async (database) => {
           const repaired = await repairCounters(database.db);
           out(
-            `Counters repaired: ${repaired.users} user${repaired.users === 1 ? '' : 's'}, totals ${repaired.totals ? 'repaired' : 'were right'}.`,
+            `Counters repaired: ${count(repaired.users, 'user')}, totals ${repaired.totals ? 'repaired' : 'were right'}.`,
           );
           return 0;
         }),
@@ -40,7 +43,7 @@ runCli({
         withDatabase(async (database) => {
           const repaired = await repairPositions(database.db);
           out(
-            `Positions repaired: ${repaired.wrong} wrong bucket${repaired.wrong === 1 ? '' : 's'} found, ${repaired.buckets} now; ${repaired.follows} follow${repaired.follows === 1 ? '' : 's'} renamed.`,
+            `Positions repaired: ${count(repaired.wrong, 'wrong bucket')} found, ${repaired.buckets} now; ${count(repaired.follows, 'follow')} renamed.`,
           );
           return 0;
         }),

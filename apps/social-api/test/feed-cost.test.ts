@@ -6,6 +6,7 @@ import { buildApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
 import { registerThrough } from './support/app';
+import { nodes, type PlanNode } from './support/plans';
 
 /**
  * What a page costs the database. The feed is one statement whatever the number of people
@@ -13,15 +14,6 @@ import { registerThrough } from './support/app';
  * posts and of the follower lists are read through the indexes of the migration once the tables
  * are big enough for that to matter and the planner has statistics.
  */
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  Plans?: PlanNode[];
-};
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 const FANS = 20_000; // generated users, each following 10 others (enough that scanning users costs more than index probes)
 const POSTERS = 2000; // the first fans, with 10 posts each

@@ -5,6 +5,7 @@ import { faker } from '@faker-js/faker';
 import { CompiledQuery, sql, type RawBuilder } from 'kysely';
 import { childProcessEnv } from '@platform/testing';
 import { repairPositions } from '../src/db/positions';
+import { explainAnalyze, nodes } from './support/plans';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
 
 /**
@@ -43,6 +44,19 @@ async function page(url: string): Promise<Page> {
   const res = await t.as(reader.token, { method: 'GET', url });
   expect({ url, status: res.statusCode }).toEqual({ url, status: 200 });
   return res.json<Page>();
+}
+
+/**
+ * The plan (EXPLAIN ANALYZE, with buffers) of the statement matching `match` that `request` made
+ * the app run: its root and all its nodes.
+ */
+async function planOf(request: () => Promise<unknown>, match: RegExp) {
+  const from = t.statements.length;
+  await request();
+  const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) => match.test(q.sql));
+  expect(statement).toBeDefined();
+  const root = await explainAnalyze(db(), statement!, { buffers: true });
+  return { root, plan: nodes(root) };
 }
 
 /** A collection of posts: its URL and which posts are in it. */
@@ -292,16 +306,7 @@ test('a deep page reads a few buckets and one bucket of the index, sorting nothi
     `/api/posts?offset=${Math.floor(total * 0.9)}`,
     `/api/users/${author.id}/posts?offset=2700`,
   ]) {
-    const from = t.statements.length;
-    await page(url);
-    const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) => /post_buckets/.test(q.sql))!;
-    expect(statement).toBeDefined();
-    const { rows } = await db().executeQuery<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
-      CompiledQuery.raw(`explain (analyze, buffers, format json) ${statement.sql}`, [
-        ...statement.parameters,
-      ]),
-    );
-    const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+    const { root, plan } = await planOf(() => page(url), /post_buckets/);
     expect(plan.some((n) => n['Relation Name'] === 'post_buckets')).toBe(true);
     // Sorted: the page once joined, and at most the scope's bucket counts; never posts beyond the page.
     for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
@@ -312,7 +317,6 @@ test('a deep page reads a few buckets and one bucket of the index, sorting nothi
     expect(
       Math.max(...walked.map((n) => (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1))),
     ).toBeLessThanOrEqual(2 * 100 + 25);
-    const root = rows[0]['QUERY PLAN'][0].Plan;
     expect((root['Shared Hit Blocks'] ?? 0) + (root['Shared Read Blocks'] ?? 0)).toBeLessThan(300);
   }
 }, 120_000);
@@ -363,6 +367,23 @@ test('the repair command restores a deliberately broken structure', async () => 
   );
 }, 120_000);
 
+/** An offset page of users against the whole list it is a page of, in order. */
+async function expectUserPage(
+  url: string,
+  { offset, limit }: { offset: number; limit: number },
+  all: { id: number }[],
+) {
+  const got = (await page(url)) as unknown as { pagination: Page['pagination']; data: { id: number }[] };
+  expect({ url, ...got.pagination, ids: got.data.map((u) => u.id) }).toEqual({
+    url,
+    limit,
+    offset,
+    count: Math.min(limit, all.length - offset),
+    total: all.length,
+    ids: all.slice(offset, offset + limit).map((r) => r.id),
+  });
+}
+
 /** Pages of the list of all users at many depths against the plain query by id. */
 async function expectExactUserPages() {
   const { rows: ids } = await sql<{ id: number }>`select id from users order by id`.execute(db());
@@ -374,16 +395,7 @@ async function expectExactUserPages() {
   ]);
   for (const offset of offsets) {
     const limit = faker.number.int({ min: 1, max: 25 });
-    const url = `/api/users?offset=${offset}&limit=${limit}`;
-    const got = (await page(url)) as unknown as { pagination: Page['pagination']; data: { id: number }[] };
-    expect({ url, ...got.pagination, ids: got.data.map((u) => u.id) }).toEqual({
-      url,
-      limit,
-      offset,
-      count: Math.min(limit, total - offset),
-      total,
-      ids: ids.slice(offset, offset + limit).map((r) => r.id),
-    });
+    await expectUserPage(`/api/users?offset=${offset}&limit=${limit}`, { offset, limit }, ids);
   }
 }
 
@@ -433,16 +445,7 @@ async function expectExactFollowPages(user: number, direction: 'followers' | 'fo
   ]);
   for (const offset of [...offsets].filter((o) => o >= 0 && (o < total || o === 0))) {
     const limit = faker.number.int({ min: 1, max: 25 });
-    const url = `${base}?offset=${offset}&limit=${limit}`;
-    const got = (await page(url)) as unknown as { pagination: Page['pagination']; data: { id: number }[] };
-    expect({ url, ...got.pagination, ids: got.data.map((u) => u.id) }).toEqual({
-      url,
-      limit,
-      offset,
-      count: Math.min(limit, total - offset),
-      total,
-      ids: names.slice(offset, offset + limit).map((r) => r.id),
-    });
+    await expectUserPage(`${base}?offset=${offset}&limit=${limit}`, { offset, limit }, names);
   }
   for (const after of [...faker.helpers.arrayElements(names, 3).map((n) => n.username), '', 'zzzz']) {
     const url = `${base}?after=${encodeURIComponent(after)}`;
@@ -525,17 +528,7 @@ test("a deep follow-list page walks the follow rows' name index, joins only the 
     `/api/users/${star.id}/followers?offset=2700`,
     `/api/users/${star.id}/followers?after=fan-2700`,
   ]) {
-    const from = t.statements.length;
-    await page(url);
-    const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) =>
-      /from "followers"/.test(q.sql),
-    )!;
-    const { rows } = await db().executeQuery<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
-      CompiledQuery.raw(`explain (analyze, buffers, format json) ${statement.sql}`, [
-        ...statement.parameters,
-      ]),
-    );
-    const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+    const { plan } = await planOf(() => page(url), /from "followers"/);
     for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
       expect(sort['Actual Rows']).toBeLessThanOrEqual(25);
     // Users read one by one: the page's 25 and the owner's counters, never the 3,000 followers.
@@ -567,29 +560,10 @@ test("a deep page of the feed sorts the feed's posts of the weeks that hold it, 
   await sql`analyze post_weeks`.execute(db());
   const feed = (url: string) => t.as(viewer.token, { method: 'GET', url });
   for (const url of ['/api/feed?offset=2700', '/api/feed?after=2024-02-15T00:00:00Z']) {
-    const from = t.statements.length;
-    expect((await feed(url)).statusCode).toBe(200);
-    const statement = (t.statements.slice(from) as CompiledQuery[]).find((q) => /post_weeks/.test(q.sql))!;
-    expect(statement).toBeDefined();
-    const { rows } = await db().executeQuery<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
-      CompiledQuery.raw(`explain (analyze, format json) ${statement.sql}`, [...statement.parameters]),
-    );
-    const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
+    const { plan } = await planOf(async () => expect((await feed(url)).statusCode).toBe(200), /post_weeks/);
     // Sorted: at most the posts of the weeks holding the page (about 50 a week here), never the 3,000.
     for (const sort of plan.filter((n) => n['Node Type'] === 'Sort'))
       if (nodes(sort).some((n) => n['Relation Name'] === 'posts'))
         expect(sort['Actual Rows']).toBeLessThanOrEqual(200);
   }
 }, 120_000);
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-};
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];

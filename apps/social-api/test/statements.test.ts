@@ -5,6 +5,7 @@ import { buildApp } from '../src/app';
 import { loadConfig, type Config } from '../src/config';
 import type { SocialDatabase } from '../src/db/schema';
 import { basic } from './support/app';
+import { nodes, type PlanNode } from './support/plans';
 
 /**
  * What a hot read costs the database, measured on the real app over 200 requests of each:
@@ -24,16 +25,6 @@ import { basic } from './support/app';
 const POSTS = 2000;
 const REQUESTS = 200;
 const APP_NAME = `social_statements_${process.pid}`;
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-};
-const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
 
 type TableStats = Record<string, { ins: number; upd: number; del: number }>;
 

@@ -70,20 +70,23 @@ describe('statement and query timeouts', () => {
     });
   });
 
-  test('by default a statement may run 10 s', async () => {
+  /** A pool of one connection as openDatabase makes it by default, over a fresh schema. */
+  async function defaultPool() {
     const fresh = testDatabase('timeouts');
     cleanups.push(fresh.cleanup);
     const database = await openDatabase({ ...fresh.config, poolMax: 1 });
     cleanups.push(() => database.close());
+    return database;
+  }
+
+  test('by default a statement may run 10 s', async () => {
+    const database = await defaultPool();
     const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(database.db);
     expect(rows).toEqual([{ statement_timeout: '10s' }]);
   });
 
   test('no JIT compilation: a statement estimated costly runs, it does not spend its time compiling first', async () => {
-    const fresh = testDatabase('timeouts');
-    cleanups.push(fresh.cleanup);
-    const database = await openDatabase({ ...fresh.config, poolMax: 1 });
-    cleanups.push(() => database.close());
+    const database = await defaultPool();
     const { rows } = await sql<{ jit: string }>`show jit`.execute(database.db);
     expect(rows).toEqual([{ jit: 'off' }]);
     // A plan estimated above jit_above_cost (100,000 by default): no JIT section (where the server

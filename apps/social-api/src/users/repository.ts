@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable, type Selection } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selectable, type Selection } from 'kysely';
 import { isoTimestamp, param, prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
 import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
@@ -39,6 +39,17 @@ type FollowDirection = 'following' | 'followers';
 
 export function createUsersRepository(db: Kysely<SocialDatabase>) {
   const publicUsers = () => db.selectFrom('users').select(publicUserColumns);
+  /**
+   * The user of a page's key `k.id`, as `dressed`: each by its own lookup (a LATERAL subquery kept
+   * whole by `offset 0`), so no plan joins a page to every user, whatever the planner guesses.
+   */
+  const userOfKey = (eb: ExpressionBuilder<SocialDatabase & { k: { id: number } }, 'k'>) =>
+    eb
+      .selectFrom('users')
+      .select(publicUserColumns)
+      .whereRef('users.id', '=', 'k.id')
+      .modifyEnd(sql`offset 0`)
+      .as('dressed');
 
   const byId = prepare(db, publicUsers().where('users.id', '=', param<number>(1)), (id: number) => [id]);
   const byUsername = prepare(
@@ -87,17 +98,7 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
           : keys.where(sql<boolean>`${param(2)} < c.total`).offset(param<number>(2))
         ).as('k'),
       )
-      // Each member dressed by its own lookup (kept whole by `offset 0`, never joined to all users).
-      .innerJoinLateral(
-        (eb) =>
-          eb
-            .selectFrom('users')
-            .select(publicUserColumns)
-            .whereRef('users.id', '=', 'k.id')
-            .modifyEnd(sql`offset 0`)
-            .as('dressed'),
-        (join) => join.onTrue(),
-      )
+      .innerJoinLateral(userOfKey, (join) => join.onTrue())
       .selectAll('dressed')
       .orderBy('k.name');
     return prepare(
@@ -187,17 +188,7 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
       .leftJoinLateral(
         db
           .selectFrom(allKeys.as('k'))
-          // Each id dressed by its own lookup (kept whole by `offset 0`, never joined to the whole table).
-          .innerJoinLateral(
-            (eb) =>
-              eb
-                .selectFrom('users')
-                .select(publicUserColumns)
-                .whereRef('users.id', '=', 'k.id')
-                .modifyEnd(sql`offset 0`)
-                .as('dressed'),
-            (join) => join.onTrue(),
-          )
+          .innerJoinLateral(userOfKey, (join) => join.onTrue())
           .selectAll('dressed')
           .where(sql<boolean>`${param(2)} < c.total`)
           .orderBy('k.id')
