@@ -11,10 +11,11 @@ const direct = new WeakMap<object, Runner>();
 /**
  * Texts planned for each run's values (see `prepare`'s `plan: 'each-run'`): sent unnamed, so
  * PostgreSQL plans them as it plans any unnamed statement, for the values given. A named statement is
- * planned once per connection and, after five runs, usually kept on its generic plan (PostgreSQL's
- * `plan_cache_mode = auto`): right for a statement whose best plan does not depend on its values,
- * wrong for one whose values change the work by orders of magnitude (a page of a user followed by
- * thousands among users followed by a few), whose generic plan can look as cheap and run far slower.
+ * parsed once per connection and, after five runs, kept on its generic plan when that looks no
+ * costlier than the custom ones (PostgreSQL's `plan_cache_mode = auto`): right for a statement whose
+ * best plan does not depend on its values, wrong for one whose values change the work by orders of
+ * magnitude (a page of a user followed by thousands among users followed by a few), whose generic
+ * plan can look as cheap and run far slower.
  */
 const plannedEachRun = new Set<string>();
 
