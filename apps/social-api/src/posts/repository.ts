@@ -72,6 +72,17 @@ const cursorId = sql`'-2147483648'::integer`;
 const cursorKey = sql`(${cursorTs}, ${cursorId})`;
 
 /**
+ * The first `$1` of a scope's keys, found `MAX_LIMIT` at a time: a named statement's generic plan
+ * (see `prepare`) knows nothing of `$1`, and a `LIMIT $1` on the index walk makes PostgreSQL guess a
+ * tenth of the scope, a plan ten times costlier than the custom one for 25 rows, so every run would
+ * be planned again. With the walk's limit a constant, the generic plan costs what a custom one does
+ * and is kept: parsed and planned once per connection.
+ */
+const firstOfKeys = (keys: RawBuilder<unknown>): PageKeys =>
+  sql`(select k.id, k.timestamp from ${keys} k order by k.timestamp desc, k.id desc limit ${param(1)})`;
+const walkLimit = sql.lit(MAX_LIMIT);
+
+/**
  * A scope whose positions the triggers keep in `post_buckets` (0: all posts; else an author's; see
  * migration 2026-11-28T1400_post_positions). The page at an offset: the bucket holding that position
  * (a running sum over the scope's bucket counts, newest first), then a walk inside it in the index,
@@ -100,7 +111,7 @@ function bucketed(db: Kysely<SocialDatabase>, scope: 'all' | 'author'): PostScop
   const hiId = sql`coalesce(hi.lo_id, 0)`;
   return {
     keys: {
-      offset: sql`(
+      offset: firstOfKeys(sql`(
         select k.id, k.timestamp from (
           select t.lo_ts, t.lo_id, ${param(2)} - (t.through - t.n) as skip
           from (
@@ -115,17 +126,19 @@ function bucketed(db: Kysely<SocialDatabase>, scope: 'all' | 'author'): PostScop
         cross join lateral (
           select p.id, p.timestamp from posts p
           where ${below(hiTs, hiId)}
-          order by p.timestamp desc, p.id desc offset t.skip limit ${param(1)}
+          order by p.timestamp desc, p.id desc offset t.skip limit ${walkLimit}
         ) k
-      )`,
-      after: sql`(${db
-        .selectFrom('posts as p')
-        .select(['p.id', 'p.timestamp'])
-        .$if(scope === 'author', (q) => q.where('p.user_id', '=', param<number>(3)))
-        .where('p.timestamp', '<', param<Date>(2))
-        .orderBy('p.timestamp', 'desc')
-        .orderBy('p.id', 'desc')
-        .limit(param<number>(1))})`,
+      )`),
+      after: firstOfKeys(
+        sql`(${db
+          .selectFrom('posts as p')
+          .select(['p.id', 'p.timestamp'])
+          .$if(scope === 'author', (q) => q.where('p.user_id', '=', param<number>(3)))
+          .where('p.timestamp', '<', param<Date>(2))
+          .orderBy('p.timestamp', 'desc')
+          .orderBy('p.id', 'desc')
+          .limit(walkLimit)})`,
+      ),
     },
     total:
       scope === 'all'

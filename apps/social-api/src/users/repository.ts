@@ -1,7 +1,7 @@
 import { sql, type ExpressionBuilder, type Kysely, type Selectable, type Selection } from 'kysely';
 import { isoTimestamp, param, prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
-import { pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
+import { MAX_LIMIT, pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 
 /**
  * The user columns every user-returning query selects: never the hash, only whether there is one;
@@ -163,16 +163,21 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
    * range of 1,024 ids that holds the offset (a running sum over `user_buckets`, migration
    * 2026-11-28T1500) and a walk inside it in users_pkey; only those users are read and formatted.
    */
+  // The walk takes MAX_LIMIT and the page its first `$1` (as the posts' pages do; see their
+  // `firstOfKeys`): the statement's generic plan then costs what a custom one does, and is kept.
   const allKeys = sql<{ id: number }>`(
     select k.id from (
-      select t.lo, ${param(2)} - (t.through - t.n) as skip
-      from (select b.lo, b.n, sum(b.n) over (order by b.lo rows unbounded preceding) as through from user_buckets b) t
-      where t.through > ${param(2)}
-      order by t.lo limit 1
-    ) t
-    cross join lateral (
-      select u.id from users u where u.id >= t.lo order by u.id offset t.skip limit ${param(1)}
+      select k.id from (
+        select t.lo, ${param(2)} - (t.through - t.n) as skip
+        from (select b.lo, b.n, sum(b.n) over (order by b.lo rows unbounded preceding) as through from user_buckets b) t
+        where t.through > ${param(2)}
+        order by t.lo limit 1
+      ) t
+      cross join lateral (
+        select u.id from users u where u.id >= t.lo order by u.id offset t.skip limit ${sql.lit(MAX_LIMIT)}
+      ) k
     ) k
+    order by k.id limit ${param(1)}
   )`;
   const allPage = prepare(
     db,
