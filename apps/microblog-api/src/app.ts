@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { Database } from '@platform/db';
-import { createServiceApp, openApiTags } from '@platform/http-kit';
+import { eventChannel, type Database } from '@platform/db';
+import { createServiceApp, eventStreamPlugin, openApiTags } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { MicroblogDatabase } from './db/schema';
 import { migrations } from './db/migrations';
@@ -8,6 +8,8 @@ import { problemDetailsDialect } from './errors';
 import clientIds from './plugins/app/client-id';
 import cookies from './plugins/external/cookie';
 import writeRateLimit from './plugins/external/rate-limit';
+import { createEventsRepository } from './events/repository';
+import eventsRoutes from './events/routes';
 import panelRoutes from './panel/routes';
 import postsRoutes from './posts/routes';
 
@@ -69,7 +71,15 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   await app.register(clientIds);
   await app.register(writeRateLimit, config.writeLimits);
 
+  await app.register(eventStreamPlugin, {
+    url: config.events.databaseUrl ?? app.database.url,
+    channel: eventChannel(app.database.schema),
+    log: createEventsRepository(app.database.db),
+    settings: config.events,
+  });
+
   await app.register(panelRoutes);
   await app.register(postsRoutes, { prefix: '/api' });
+  await app.register(eventsRoutes, { prefix: '/api' });
   return app;
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { parseEnv } from '@platform/schema';
-import { serviceConfig, serviceEnv } from '@platform/http-kit';
+import { eventStreamConfig, eventStreamEnv, serviceConfig, serviceEnv } from '@platform/http-kit';
 
 const perWindow = (fallback: number, description: string) =>
   Type.Integer({ minimum: 1, default: fallback, description });
@@ -23,6 +23,7 @@ export const WRITE_LIMIT_DEFAULTS = {
 /** The service's environment, one schema: defaults here are the documented ones. */
 export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 8887, schema: 'microblog' }),
+  ...eventStreamEnv(),
   WRITE_LIMIT_PER_CLIENT: perWindow(
     WRITE_LIMIT_DEFAULTS.perClient,
     'Writes per window per browser (the panel’s signed client id cookie)',
@@ -61,8 +62,11 @@ export type WriteLimits = Config['writeLimits'];
 
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const e = parseEnv(EnvSchema, env);
+  const service = serviceConfig(e);
   return {
-    ...serviceConfig(e),
+    ...service,
+    /** The live stream (`GET /api/microblog/events`): its listener, caps, heartbeat and pruning. */
+    events: eventStreamConfig(e, service.maxConnections),
     writeLimits: {
       perClient: e.WRITE_LIMIT_PER_CLIENT,
       perAddress: e.WRITE_LIMIT_PER_ADDRESS,

@@ -44,6 +44,11 @@ export interface Database<DB> {
   /** `local`: the repository's own PostgreSQL server (no DATABASE_URL); `postgres`: the one DATABASE_URL names. */
   readonly kind: 'postgres' | 'local';
   readonly schema: string;
+  /**
+   * The connection string the pool uses (the local server's when no URL was given): what a
+   * dedicated connection of the same service (the event listener) opens by default.
+   */
+  readonly url: string;
   /** Resolves when the database answers a trivial query, rejects otherwise. */
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -117,12 +122,13 @@ function openPool<DB>(
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), log: options.onQuery });
   // The hot reads' path (`executeCompiled`) runs this instance's compiled queries on the pool itself.
   runDirectly(db, pool, options.onQuery, { named: config.preparedStatements ?? true });
-  return wrap(db, kind, config.schema, afterDestroy);
+  return wrap(db, kind, url, config.schema, afterDestroy);
 }
 
 function wrap<DB>(
   db: Kysely<DB>,
   kind: Database<DB>['kind'],
+  url: string,
   schema: string,
   afterDestroy?: () => Promise<void>,
 ): Database<DB> {
@@ -130,6 +136,7 @@ function wrap<DB>(
   return {
     db,
     kind,
+    url,
     schema,
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;

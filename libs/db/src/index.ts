@@ -4,3 +4,4 @@ export * from './service-secrets/repository';
 export * from './migrations';
 export * from './errors';
 export * from './local-settings';
+export * from './events';

@@ -1,7 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { DEFAULT_LOCAL_PG_PORT, DEFAULT_STATEMENT_TIMEOUT_MS, type DatabaseConfig } from '@platform/db';
 import { EnvFlag } from '@platform/schema';
-import { MAX_CONNECTIONS_PER_ADDRESS } from './server-options';
+import { MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS } from './server-options';
 import { databasePasswordProblem } from './secrets';
 
 /** NODE_ENV: production is what the images run; a service adds its own refusals to the shared ones. */
@@ -64,6 +64,13 @@ export function serviceEnv(defaults: { port: number; schema: string }) {
     TRUST_PROXY: Type.String({
       default: 'false',
       description: '`true`, `false`, or addresses/CIDRs of trusted proxies',
+    }),
+    MAX_CONNECTIONS: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      default: MAX_CONNECTIONS,
+      description:
+        'Concurrent connections beyond which new ones are refused (event streams count: EVENTS_MAX_STREAMS must stay below it)',
     }),
     MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({
       minimum: 0,
@@ -132,6 +139,8 @@ export function serviceConfig(e: ServiceEnv) {
             .map((o) => o.trim())
             .filter(Boolean),
     trustProxy: e.TRUST_PROXY === 'true' ? true : e.TRUST_PROXY === 'false' ? false : e.TRUST_PROXY,
+    /** Concurrent connections the server accepts. */
+    maxConnections: e.MAX_CONNECTIONS,
     /** Open connections per client address (0: no cap); trusted proxies are exempt. */
     maxConnectionsPerAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
     logLevel: e.LOG_LEVEL,

@@ -33,3 +33,17 @@ export const ShuttingDownError = createError(
   'The service is shutting down; send new requests to another instance',
   503,
 );
+
+/** A new event stream while this process has its maximum open (`EVENTS_MAX_STREAMS`). */
+export const EventStreamsFullError = createError(
+  'PLATFORM_STREAMS_FULL',
+  'This instance has its maximum of event streams open; try again in a few seconds',
+  503,
+);
+
+/** A new event stream before the process's event listener has first read the log. */
+export const EventStreamNotReadyError = createError(
+  'PLATFORM_STREAMS_NOT_READY',
+  'The event stream is not ready yet (the event log cannot be read); try again shortly',
+  503,
+);

@@ -23,3 +23,4 @@ export * from './plugins/external/rate-limit';
 export * from './plugins/app/route-metrics';
 export * from './secrets';
 export * from './native-json';
+export * from './event-stream';

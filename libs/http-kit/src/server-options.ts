@@ -51,6 +51,9 @@ export interface ServerOptionsInput {
   logDestination?: NodeJS.WritableStream;
 }
 
+/** Default of `maxConnections`. */
+export const MAX_CONNECTIONS = 4096;
+
 /** Default of `maxConnectionsPerAddress`. */
 export const MAX_CONNECTIONS_PER_ADDRESS = 256;
 
@@ -195,7 +198,7 @@ export function serverOptions(input: ServerOptionsInput = {}): FastifyServerOpti
       : (input.headersTimeoutMs ?? 15_000);
   const keepAliveTimeout = input.keepAliveTimeoutMs ?? 72_000;
   const connectionTimeout = input.connectionTimeoutMs ?? 60_000;
-  const maxConnections = input.maxConnections ?? 4096;
+  const maxConnections = input.maxConnections ?? MAX_CONNECTIONS;
   const perAddress = input.maxConnectionsPerAddress ?? MAX_CONNECTIONS_PER_ADDRESS;
   const pretty = input.logFormat === 'pretty';
   const http: ServerOptions = {

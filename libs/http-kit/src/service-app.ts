@@ -107,6 +107,7 @@ export async function createServiceApp(options: ServiceAppOptions): Promise<Fast
       logFormat: config.logFormat,
       bodyLimit: options.bodyLimit,
       trustProxy: config.trustProxy,
+      maxConnections: config.maxConnections,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       secretHeaders: options.secretHeaders,
       dialect: options.dialect,

@@ -24,6 +24,7 @@ describe('service configuration', () => {
       shutdownDrainMs: 0,
       corsOrigins: '*',
       trustProxy: false,
+      maxConnections: 4096,
       maxConnectionsPerAddress: 256,
       logLevel: 'info',
       logFormat: 'json',

@@ -3,7 +3,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import type { Database } from '@platform/db';
 import { cuttableDatabase, type CuttableDatabase } from '@platform/db/testing';
 import { migrateToLatest, openDatabase } from '@platform/db';
-import { MAX_CONNECTIONS_PER_ADDRESS, type ServiceConfig } from '../src';
+import { MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS, type ServiceConfig } from '../src';
 import { waitUntilReady } from '@platform/testing';
 import { problemDialect } from './support/dialect';
 import { smallServiceApp } from './support/platform';
@@ -31,6 +31,7 @@ async function buildApp(
     trustProxy: false,
     logLevel: process.env.TEST_LOG_LEVEL ?? 'silent',
     logFormat: 'json',
+    maxConnections: MAX_CONNECTIONS,
     maxConnectionsPerAddress: MAX_CONNECTIONS_PER_ADDRESS,
     metricsToken: undefined,
     redisUrl: undefined,

@@ -7,3 +7,4 @@ export * from './hostile';
 export * from './outage';
 export * from './readiness';
 export * from './redis';
+export * from './sse';

@@ -1,5 +1,5 @@
 import type { Generated, Insertable, Selectable } from 'kysely';
-import type { ServiceSecretsTable } from '@platform/db';
+import type { EventsTable, ServiceSecretsTable } from '@platform/db';
 import type { QuestTopic, ReactionKind } from '../posts/schemas';
 
 type ReactionColumns = { [K in ReactionKind as `${K}_count`]: Generated<number> };
@@ -30,4 +30,6 @@ export interface MicroblogDatabase {
   replies: RepliesTable;
   /** Secrets the service made for itself (see the migration that creates it). */
   service_secrets: ServiceSecretsTable<'client_id'>;
+  /** The live stream's event log (EVENT_LOG_V1 of @platform/db). */
+  events: EventsTable;
 }

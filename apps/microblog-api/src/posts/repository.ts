@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type Selectable } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import { isoTimestamp, param, prepare, type Prepared } from '@platform/db';
 import type { MicroblogDatabase, NewPost, NewReply, PostsTable, RepliesTable } from '../db/schema';
 import { EMBEDDED_REPLIES, REACTION_KINDS, type QuestTopic, type ReactionKind, type Reply } from './schemas';
@@ -54,6 +54,18 @@ const REPLY_COLUMNS = [
 type NewPostFields = Pick<NewPost, 'content' | 'quest_topic' | 'student_name'>;
 /** A reply as a client writes it (no name: anonymous). */
 type NewReplyFields = Pick<NewReply, 'post_id' | 'content' | 'student_name'>;
+
+/** `jsonb` of a post's reaction counts, every kind, from the row `alias` names. */
+const reactionsJson = (alias: string) =>
+  sql`jsonb_build_object(${sql.join(REACTION_KINDS.map((k) => sql`${sql.lit(k)}, ${sql.ref(`${alias}.${k}_count`)}`))})`;
+
+/**
+ * The event of a change, written by the statement that makes it (a data-modifying CTE, after the
+ * change: its insert takes the log's lock, held only to the statement's commit). `payload` is built
+ * from the rows the change returned.
+ */
+const eventOf = (kind: 'post' | 'reply' | 'reaction', from: string, payload: RawBuilder<unknown>) =>
+  sql`insert into events (kind, payload) select ${sql.lit(kind)}, ${payload} from ${sql.raw(from)}`;
 
 /** A page query's values: given, or `param(n)` placeholders of a prepared page. */
 interface PageValues {
@@ -143,61 +155,79 @@ export function createPostsRepository(db: Kysely<MicroblogDatabase>) {
     return byPost;
   }
 
-  /** A post from the form (`$1` content, `$2` topic, `$3` name), answered as the API shows it. */
+  /**
+   * A post from the form (`$1` content, `$2` topic, `$3` name), answered as the API shows it, and its
+   * `post` event (the post as a list item shows it) in the same statement.
+   */
   const insertOne = prepare(
     db,
-    db
-      .insertInto('posts')
-      .values({
-        content: param<string>(1),
-        quest_topic: param<QuestTopic>(2),
-        student_name: param<string>(3),
-      })
-      .returning(postColumns),
+    sql<PostView>`
+      with post as (
+        insert into posts (content, quest_topic, student_name) values (${param(1)}, ${param(2)}, ${param(3)})
+        returning ${sql.join(POST_COLUMNS.map((c) => sql.ref(c)))}, ${isoTimestamp('created_at')} as timestamp
+      ), event as (
+        ${eventOf(
+          'post',
+          'post',
+          sql`jsonb_build_object('id', post.id, 'content', post.content, 'quest_topic', post.quest_topic,
+            'student_name', post.student_name, 'timestamp', post.timestamp, 'replies', '[]'::jsonb,
+            'reply_count', post.reply_count, 'reactions', ${reactionsJson('post')})`,
+        )}
+      )
+      select * from post`,
     (post: NewPostFields) => [post.content, post.quest_topic, post.student_name],
   );
 
   /**
    * A reply counted on its post, in one statement (`$1` the post, `$2` content, `$3` name or null):
    * the counter's UPDATE locks the post row, so concurrent replies never lose a count, and the reply
-   * is inserted only when it found the post (no row: no such post). All of it commits or none.
+   * is inserted only when it found the post (no row: no such post); then its `reply` event (the reply,
+   * the post's new count and topic). All of it commits or none.
    */
   const replyTo = prepare(
     db,
-    db
-      .with('post', (w) =>
-        w
-          .updateTable('posts')
-          .set({ reply_count: sql<number>`reply_count + 1` })
-          .where('id', '=', param<number>(1))
-          .returning('id'),
+    sql<ReplyView>`
+      with post as (
+        update posts set reply_count = reply_count + 1 where id = ${param(1)}
+        returning id, reply_count, quest_topic
+      ), reply as (
+        insert into replies (post_id, content, student_name)
+        select post.id, ${param(2)}::text, ${param(3)}::text from post
+        returning ${sql.join(REPLY_COLUMNS.map((c) => sql.ref(c)))}, ${isoTimestamp('created_at')} as timestamp
+      ), event as (
+        ${eventOf(
+          'reply',
+          'reply cross join post',
+          sql`jsonb_build_object('reply', to_jsonb(reply), 'reply_count', post.reply_count,
+            'quest_topic', post.quest_topic)`,
+        )}
       )
-      .insertInto('replies')
-      .columns(['post_id', 'content', 'student_name'])
-      .expression((eb) =>
-        eb
-          .selectFrom('post')
-          .select([
-            'post.id',
-            sql<string>`${param(2)}::text`.as('content'),
-            sql<string | null>`${param(3)}::text`.as('student_name'),
-          ]),
-      )
-      .returning([...REPLY_COLUMNS, isoTimestamp('created_at').as('timestamp')]),
+      select * from reply`,
     (reply: NewReplyFields) => [reply.post_id, reply.content, reply.student_name ?? null],
   );
 
-  /** One UPDATE per reaction kind: `$2` added to its counter of post `$1`, the post answered. */
+  /**
+   * One UPDATE per reaction kind: `$2` added to its counter of post `$1`, the post answered, and its
+   * `reaction` event (the post's counts after it) in the same statement.
+   */
   const reactTo = {} as Record<ReactionKind, Prepared<PostView, [postId: number, count: number]>>;
   for (const kind of REACTION_KINDS) {
-    const column = `${kind}_count` as const;
+    const column = sql.ref(`${kind}_count`);
     reactTo[kind] = prepare(
       db,
-      db
-        .updateTable('posts')
-        .set((eb) => ({ [column]: eb(column, '+', param<number>(2)) }))
-        .where('id', '=', param<number>(1))
-        .returning(postColumns),
+      sql<PostView>`
+        with post as (
+          update posts set ${column} = ${column} + ${param(2)} where id = ${param(1)}
+          returning ${sql.join(POST_COLUMNS.map((c) => sql.ref(c)))}, ${isoTimestamp('created_at')} as timestamp
+        ), event as (
+          ${eventOf(
+            'reaction',
+            'post',
+            sql`jsonb_build_object('post_id', post.id, 'reactions', ${reactionsJson('post')},
+              'quest_topic', post.quest_topic)`,
+          )}
+        )
+        select * from post`,
       (postId: number, count: number) => [postId, count],
     );
   }

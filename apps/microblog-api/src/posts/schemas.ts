@@ -26,7 +26,7 @@ export type ReactionKind = (typeof REACTION_KINDS)[number];
 /** Replies embedded in a listed post. */
 export const EMBEDDED_REPLIES = 100;
 
-const QuestTopicSchema = StringEnum(QUEST_TOPICS, { description: 'The quest topic' });
+export const QuestTopicSchema = StringEnum(QUEST_TOPICS, { description: 'The quest topic' });
 const ReactionKindSchema = StringEnum(REACTION_KINDS);
 const Content = TrimmedText(
   { min: 1, max: 280 },

@@ -1,0 +1,3 @@
+export * from './migration';
+export * from './repository';
+export * from './listener';

@@ -1,0 +1,4 @@
+export * from './hub';
+export * from './config';
+export * from './openapi';
+export * from './plugin';
