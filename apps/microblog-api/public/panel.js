@@ -15,6 +15,7 @@
  *   #quest-posts-display        the list (aria-busy while loading); holds .quest-post cards or one
  *                               p.empty-state ("No quest posts yet. Be the first to share!")
  *   #refresh-button             reloads the list
+ *   #live-status                "Offline, catching up…", shown while the live stream is disconnected
  *   #load-older-button          shown when GET /api/microblog sent Link rel="next"; appends older posts
  *
  *   article.quest-post[data-post-id="<id>"]     one card per post
@@ -30,12 +31,26 @@
  *       form.reply-form              input.reply-name-input (optional, maxlength 50),
  *                                    textarea.reply-content-input (required, maxlength 280),
  *                                    button.reply-submit (reads "Replying..." while running)
+ *
+ * Live updates: an EventSource on /api/microblog/events (`post`, `reply`, `reaction`, `reset`). The list
+ * is loaded once the stream is open, so nothing written after the list's snapshot can be missed; events
+ * that arrive while a list loads wait and are applied after it. Posts and replies are shown once (by
+ * id), counts are the server's. EventSource reconnects by itself with Last-Event-ID and the server
+ * replays what was missed; a stream the server refused (a 503) is reopened here after a pause, from
+ * the last event id seen. `reset` (the id is too old) reloads the list.
  */
 (function () {
   'use strict';
 
   var API_BASE = '/api';
   var LIST_PATH = API_BASE + '/microblog';
+  var STREAM_PATH = API_BASE + '/microblog/events';
+  // Replies a listed post embeds: a card showing that many shows the first ones only.
+  var EMBEDDED_REPLIES = 100;
+  // How long the first list load waits for the stream to open before loading anyway.
+  var STREAM_OPEN_WAIT_MS = 3000;
+  // Pause before reopening a stream the server refused (EventSource gives up on a non-200).
+  var STREAM_REOPEN_MS = 3000;
   var MESSAGE_HIDE_MS = 5000;
   var CONTENT_MAX = 280;
 
@@ -59,7 +74,16 @@
   var NETWORK_DETAIL = 'the server could not be reached. Please check your connection and try again.';
 
   var els = null;
-  var state = { generation: 0, nextUrl: null, messageTimer: null, loadingOlder: false };
+  var state = {
+    generation: 0,
+    nextUrl: null,
+    messageTimer: null,
+    loadingOlder: false,
+    // live stream: open, the last event id seen, events held back while the list loads (null: none loading)
+    live: false,
+    lastEventId: null,
+    heldEvents: null,
+  };
   var timeFormat = null;
 
   // ---------------------------------------------------------------- helpers
@@ -421,6 +445,7 @@
 
   function loadPosts() {
     var generation = ++state.generation;
+    if (!state.heldEvents) state.heldEvents = [];
     setNextUrl(null);
     els.list.setAttribute('aria-busy', 'true');
     return requestJson(LIST_PATH, { cache: 'no-store' })
@@ -438,7 +463,9 @@
         showMessage('Unable to load quest posts.', 'error');
       })
       .then(function () {
-        if (generation === state.generation) els.list.removeAttribute('aria-busy');
+        if (generation !== state.generation) return;
+        applyHeldEvents();
+        els.list.removeAttribute('aria-busy');
       });
   }
 
@@ -464,6 +491,130 @@
       });
   }
 
+  // ---------------------------------------------------------------- live updates
+
+  function setOffline(offline) {
+    if (els.liveStatus) els.liveStatus.hidden = !offline;
+  }
+
+  // Shows a post the list does not have yet, in id order (a newer one at the top); an older one than
+  // the page's last belongs to a page not loaded yet.
+  function showNewPost(post) {
+    var postId = postIdOf(post);
+    if (postId === null || findCard(postId)) return;
+    var empty = els.list.querySelector('.empty-state');
+    if (empty) empty.remove();
+    var cards = els.list.querySelectorAll('.quest-post');
+    for (var i = 0; i < cards.length; i++) {
+      if (Number(cards[i].dataset.postId) < postId) {
+        els.list.insertBefore(buildPost(post, postId), cards[i]);
+        return;
+      }
+    }
+    if (!state.nextUrl) els.list.appendChild(buildPost(post, postId));
+  }
+
+  function hasReply(container, replyId) {
+    var items = container.querySelectorAll('.reply');
+    for (var i = 0; i < items.length; i++) {
+      if (items[i].dataset.replyId === String(replyId)) return true;
+    }
+    return false;
+  }
+
+  // A reply under its post (when the card shows all its replies so far), and the post's count.
+  function showNewReply(reply, replyCount) {
+    if (!reply || typeof reply !== 'object') return;
+    var card = findCard(reply.post_id);
+    if (!card) return;
+    var container = card.querySelector('.replies-container');
+    var known = asCount(Number(container.dataset.replyCount));
+    if (!hasReply(container, reply.id)) {
+      var shown = container.querySelectorAll('.reply').length;
+      if (shown >= known && shown < EMBEDDED_REPLIES) {
+        container.querySelector('.replies-list').appendChild(buildReply(reply));
+      }
+    }
+    setReplyCount(container, Math.max(known, asCount(replyCount)));
+  }
+
+  function applyEvent(kind, data) {
+    if (!data || typeof data !== 'object') return;
+    if (kind === 'post') showNewPost(data);
+    else if (kind === 'reply') showNewReply(data.reply, data.reply_count);
+    else if (kind === 'reaction') {
+      var card = findCard(data.post_id);
+      if (card) updateReactions(card, data.reactions);
+    }
+  }
+
+  function onStreamEvent(kind, event) {
+    if (event.lastEventId) state.lastEventId = event.lastEventId;
+    var data;
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    if (state.heldEvents) state.heldEvents.push([kind, data]);
+    else applyEvent(kind, data);
+  }
+
+  function applyHeldEvents() {
+    var held = state.heldEvents || [];
+    state.heldEvents = null;
+    held.forEach(function (entry) {
+      applyEvent(entry[0], entry[1]);
+    });
+  }
+
+  // Opens the stream; `onFirstOpen` runs once, when it first opens (or after a wait if it does not).
+  function connectStream(onFirstOpen) {
+    var first = onFirstOpen;
+    var startList = function () {
+      if (!first) return;
+      var run = first;
+      first = null;
+      run();
+    };
+    if (typeof EventSource === 'undefined') {
+      startList();
+      return;
+    }
+    var url = STREAM_PATH;
+    if (state.lastEventId) url += '?last_event_id=' + encodeURIComponent(state.lastEventId);
+    var source = new EventSource(url);
+    var wait = setTimeout(startList, STREAM_OPEN_WAIT_MS);
+    source.addEventListener('open', function () {
+      state.live = true;
+      setOffline(false);
+      clearTimeout(wait);
+      startList();
+    });
+    source.addEventListener('error', function () {
+      state.live = false;
+      setOffline(true);
+      // EventSource reconnects by itself after a network error, but not after an HTTP error (503).
+      if (source.readyState === EventSource.CLOSED) {
+        setTimeout(
+          function () {
+            connectStream(null);
+          },
+          STREAM_REOPEN_MS * (0.5 + Math.random()),
+        );
+      }
+    });
+    ['post', 'reply', 'reaction'].forEach(function (kind) {
+      source.addEventListener(kind, function (event) {
+        onStreamEvent(kind, event);
+      });
+    });
+    source.addEventListener('reset', function (event) {
+      if (event.lastEventId) state.lastEventId = event.lastEventId;
+      loadPosts();
+    });
+  }
+
   // ---------------------------------------------------------------- actions
 
   function updateCounter() {
@@ -481,9 +632,11 @@
     };
     var shared = false;
     setBusy(els.submit, true, 'Sharing...');
+    var created = null;
     postJson('/microblog', payload)
-      .then(function () {
+      .then(function (result) {
         shared = true;
+        created = result.body;
         showMessage('Quest post shared successfully!', 'success');
         els.form.reset();
         updateCounter();
@@ -493,7 +646,10 @@
       })
       .then(function () {
         setBusy(els.submit, false);
-        if (shared) return loadPosts();
+        if (!shared) return;
+        // Live: the post is shown now (its event will find it there); else the list is reloaded.
+        if (state.live && !state.heldEvents && postIdOf(created) !== null) showNewPost(created);
+        else return loadPosts();
       });
   }
 
@@ -570,6 +726,7 @@
       list: document.getElementById('quest-posts-display'),
       refresh: document.getElementById('refresh-button'),
       loadOlder: document.getElementById('load-older-button'),
+      liveStatus: document.getElementById('live-status'),
     };
     if (!els.form || !els.list || !els.message) return;
 
@@ -597,7 +754,7 @@
     });
 
     updateCounter();
-    loadPosts();
+    connectStream(loadPosts);
   }
 
   if (document.readyState === 'loading') {
