@@ -37,7 +37,11 @@ describe('hostile-input storm', () => {
     expect(seeded.statusCode).toBe(201);
     const postId: number = seeded.json().id;
 
-    const routes = testing.hostileRoutesFromOpenApi(app.swagger() as never, {
+    // The live stream is left out: a request the storm's variations leave valid would stream until
+    // the storm ends (its refusals are tested in events.test.ts).
+    const document = app.swagger() as { paths: Record<string, unknown> };
+    const { '/api/microblog/events': _stream, ...paths } = document.paths;
+    const routes = testing.hostileRoutesFromOpenApi({ ...document, paths } as never, {
       'GET /': {},
       'GET /healthz': {},
       'GET /readyz': {},
