@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
-import { openDatabase, type Database } from '@platform/db';
+import { openDatabase } from '@platform/db';
 import { openEventStream, type EventStreamClient, type SseMessage } from '@platform/testing';
 import { buildApp } from '../src/app';
 import type { MicroblogDatabase } from '../src/db/schema';
@@ -378,6 +378,3 @@ describe('GET /api/microblog/events', () => {
     expect(route.description).toMatch(/EVENTS_MAX_STREAMS/);
   });
 });
-
-// Keep the database type in use for readers of this file: the second instance opens its own.
-export type { Database };
