@@ -54,6 +54,17 @@ export interface PostWeeksTable {
   n: number;
 }
 
+/**
+ * A feed's posts per week (the owner's own and those of everyone they follow, on post_weeks' grid),
+ * fanned out on write by triggers (migration 2026-11-28T1700_feed_weeks): a feed's positions.
+ */
+export interface FeedWeeksTable {
+  /** The feed's owner. */
+  user_id: number;
+  week: Date;
+  n: number;
+}
+
 /** Users per range of 1,024 ids (`lo`, a multiple of 1,024), kept by triggers (migration 2026-11-28T1500). */
 export interface UserBucketsTable {
   lo: number;
@@ -100,6 +111,7 @@ export interface SocialDatabase {
   post_buckets: PostBucketsTable;
   user_buckets: UserBucketsTable;
   post_weeks: PostWeeksTable;
+  feed_weeks: FeedWeeksTable;
   followers: FollowersTable;
   tokens: TokensTable;
   spent_oauth2_states: SpentOAuth2StatesTable;

@@ -229,15 +229,13 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       .where('followers.follower_id', '=', userId)
       .unionAll(db.selectNoFrom(sql<number>`${userId}::integer`.as('followed_id')));
   /**
-   * The feed's weeks (migration 2026-11-28T1400_post_positions: its authors' posts per week on one
-   * grid), newest first, with the running count of posts from the newest (`through`).
+   * The feed's weeks, newest first, with the running count of posts from the newest (`through`): the
+   * owner's own row per week, fanned out on write (migration 2026-11-28T1700_feed_weeks), about 50 a
+   * year of posts, whatever the number of authors.
    */
   const feedWeeks = sql`(
-    select w.week, w.n, sum(w.n) over (order by w.week desc rows unbounded preceding) as through
-    from (
-      select pw.week, sum(pw.n)::int as n from post_weeks pw
-      where pw.user_id in (${feedAuthors(owner)}) group by pw.week
-    ) w
+    select fw.week, fw.n, sum(fw.n) over (order by fw.week desc rows unbounded preceding) as through
+    from feed_weeks fw where fw.user_id = ${owner}
   )`;
   /** The start of the week holding the feed's `position`-th post (from 1; none: its oldest). */
   const weekHolding = (position: RawBuilder<unknown>) =>
@@ -289,15 +287,11 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
     keys: feedKeys,
     // From the fifth page on, the weeks: a top-N sort of every post of the feed costs more.
     deep: { from: 4 * MAX_LIMIT, keys: feedKeys.deep },
-    total: db
-      .selectFrom('users as author')
-      .select(sql<string>`coalesce(sum(author.posts_count), 0)`.as('n'))
-      .where('author.id', 'in', feedAuthors(owner))
-      .$asScalar(),
+    // The feed's weeks summed: one owner's rows, not a counter per author.
+    total: sql<string>`(select coalesce(sum(fw.n), 0) from feed_weeks fw where fw.user_id = ${owner})`,
     // The weeks after the cursor's, then the posts at or after it in its week.
     atOrBefore: sql<string>`(
-      (select coalesce(sum(pw.n), 0) from post_weeks pw
-       where pw.user_id in (${feedAuthors(owner)}) and pw.week > ${cursorWeek})
+      (select coalesce(sum(fw.n), 0) from feed_weeks fw where fw.user_id = ${owner} and fw.week > ${cursorWeek})
       + (select count(*) from (${feedPosts(param(2), sql`${cursorWeek} + interval '7 days'`)}) here)
     )`,
   });

@@ -7,6 +7,7 @@ import * as serviceSecrets from './2026-11-28T1300_service_secrets';
 import * as postPositions from './2026-11-28T1400_post_positions';
 import * as userPositions from './2026-11-28T1500_user_positions';
 import * as followNames from './2026-11-28T1600_follow_names';
+import * as feedWeeks from './2026-11-28T1700_feed_weeks';
 
 /** Every migration, in order; names sort by time. Never edit one that has shipped: add another. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T1400_post_positions': postPositions,
   '2026-11-28T1500_user_positions': userPositions,
   '2026-11-28T1600_follow_names': followNames,
+  '2026-11-28T1700_feed_weeks': feedWeeks,
 };
