@@ -423,6 +423,18 @@ describe.each(SERVICES)('%s', (service) => {
     expect(README).toContain('limit-req-status-code');
   });
 
+  test('ingress: event streams are neither buffered nor cut while the service keeps them alive', async () => {
+    const annotations =
+      (only(objects, 'Ingress').metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    const { EnvSchema } = await configOf(service);
+    // The longest silence of a stream: the longest heartbeat the service accepts (none: no stream).
+    const heartbeat = EnvSchema.properties.EVENTS_HEARTBEAT_MS as { maximum?: number } | undefined;
+    const readTimeoutMs = Number(annotations['nginx.ingress.kubernetes.io/proxy-read-timeout']) * 1000;
+    expect(readTimeoutMs).toBeGreaterThanOrEqual(Math.max(60_000, 2 * (heartbeat?.maximum ?? 0)));
+    expect(annotations['nginx.ingress.kubernetes.io/proxy-buffering']).toBe('off');
+    expect(README).toContain('nginx.ingress.kubernetes.io/proxy-read-timeout');
+  });
+
   test("TRUST_PROXY names the ingress controller's network: behind it each client keeps its own address", async () => {
     const { loadConfig } = await configOf(service);
     const config = loadConfig({ ...containerEnv(objects, server), LOG_LEVEL: 'silent' }) as unknown as {

@@ -36,6 +36,24 @@ export const ADDRESS_LIMITS = {
 export type AddressLimits = { requests: number; windowSeconds: number; connections: number };
 
 /**
+ * The services' event streams (Server-Sent Events): microblog-api's `GET /api/microblog/events`,
+ * social-api's `GET /api/events/posts` and `/api/events/feed`. A request whose path starts with one
+ * of these goes to the service's stream backend (`<service>.streams`).
+ */
+export const EVENT_STREAM_PATHS = ['/api/microblog/events', '/api/events/'] as const;
+
+/** The stream backend of a service (its own servers, tracking the service's replicas' health). */
+export const streamBackend = (service: string) => `${service}.streams`;
+
+/**
+ * How long a stream may stay silent before HAProxy cuts it. The services send a comment line every
+ * 15 s (EVENTS_HEARTBEAT_MS, at most 50 s), so a stream is never silent that long while its replica
+ * lives: the hour only bounds a stream whose replica hangs without failing its health checks (one
+ * that fails them has its streams shut at once: `on-marked-down shutdown-sessions`).
+ */
+export const STREAM_IDLE_TIMEOUT = '1h';
+
+/**
  * The body and headers of HAProxy's own 429: the shape Fastify answers errors in, with Retry-After
  * (the window: a client that stops flooding is counted back under the limit within it).
  */
@@ -61,6 +79,22 @@ export function throttledBody(limits: AddressLimits): string {
  * trusting this proxy sees the real client address, and rate limits count per client.
  * Each frontend limits every client address (ADDRESS_LIMITS): requests per window answered 429 by
  * HAProxy itself, connections beyond the cap rejected before a request is read.
+ *
+ * Event streams (EVENT_STREAM_PATHS) go to a backend of their own over the same replicas:
+ * - `balance leastconn`: a stream is a connection held for minutes or hours, so each new one goes to
+ *   the replica holding the fewest (round robin would pile them on a replica that came back from a
+ *   restart last, or keep them uneven after one replica's clients all reconnect elsewhere at once);
+ * - `timeout server` of STREAM_IDLE_TIMEOUT: an SSE response is an HTTP response that never ends, and
+ *   HAProxy 2.6 applies `timeout server` to it, not `timeout tunnel` (checked: a stream silent for
+ *   longer than `timeout server` was cut with `timeout tunnel 1h` set; `timeout client` did not cut a
+ *   stream whose client was reading). `timeout tunnel` is set too, for a connection upgraded to
+ *   WebSocket, the only kind it applies to;
+ * - `option http-server-close` stays: it closes the connection to the replica after a response
+ *   ends, and a stream's response ends only when the replica ends it or goes away;
+ * - its servers track the health of the service's (no second set of checks), and when one is marked
+ *   down its streams are shut at once (`on-marked-down shutdown-sessions`), so their clients
+ *   reconnect, with their last event id, to a live replica instead of waiting on one that cannot
+ *   answer; a draining replica (SIGTERM, /readyz 503) hands its streams over this way too.
  */
 export function haproxyConfig(
   services: BalancedService[],
@@ -104,12 +138,24 @@ export function haproxyConfig(
       `  http-request return status 429 content-type application/json hdr retry-after ${limits.windowSeconds} string '${body}' if { sc_http_req_rate(0) gt ${limits.requests} }`,
       '  http-request del-header x-forwarded-for',
       '  http-request disable-l7-retry unless METH_GET',
+      `  acl event_stream path_beg ${EVENT_STREAM_PATHS.join(' ')}`,
+      `  use_backend ${streamBackend(service.name)} if event_stream`,
       `  default_backend ${service.name}`,
       '',
       `backend ${service.name}`,
       '  balance roundrobin',
       `  http-response set-header ${REPLICA_HEADER} %s`,
       ...service.replicas.map((r) => `  server ${r.name} 127.0.0.1:${r.port}`),
+      '',
+      `backend ${streamBackend(service.name)}`,
+      '  balance leastconn',
+      `  timeout server ${STREAM_IDLE_TIMEOUT}`,
+      `  timeout tunnel ${STREAM_IDLE_TIMEOUT}`,
+      `  http-response set-header ${REPLICA_HEADER} %s`,
+      ...service.replicas.map(
+        (r) =>
+          `  server ${r.name} 127.0.0.1:${r.port} no-check track ${service.name}/${r.name} on-marked-down shutdown-sessions`,
+      ),
       '',
     );
   }
@@ -152,22 +198,55 @@ export interface ServerStats {
   redispatches: number;
 }
 
-/** The replicas' state and counters from HAProxy's CSV statistics. */
-export async function readStats(statsUrl: string): Promise<ServerStats[]> {
+/** One replica as the stream backend of its service sees it. */
+export interface StreamServerStats {
+  service: string;
+  replica: string;
+  status: string;
+  /** Streams open through HAProxy to it now, and since HAProxy started. */
+  open: number;
+  opened: number;
+}
+
+/** The servers' rows of HAProxy's CSV statistics, each a function of a column's name. */
+async function serverRows(statsUrl: string): Promise<((column: string) => string)[]> {
   const response = await fetch(`${statsUrl};csv`);
   if (!response.ok) throw new Error(`HAProxy statistics answered ${response.status}`);
   const [header, ...rows] = (await response.text()).trim().split('\n');
   const columns = header.replace(/^# /, '').split(',');
-  const at = (row: string[], name: string) => row[columns.indexOf(name)] ?? '';
   return rows
-    .map((line) => line.split(','))
-    .filter((row) => !['FRONTEND', 'BACKEND'].includes(at(row, 'svname')) && at(row, 'pxname') !== 'stats')
-    .map((row) => ({
-      service: at(row, 'pxname'),
-      replica: at(row, 'svname'),
-      status: at(row, 'status'),
-      requests: Number(at(row, 'stot')),
-      retries: Number(at(row, 'wretr')),
-      redispatches: Number(at(row, 'wredis')),
+    .map((line) => {
+      const row = line.split(',');
+      return (name: string) => row[columns.indexOf(name)] ?? '';
+    })
+    .filter((at) => !['FRONTEND', 'BACKEND'].includes(at('svname')) && at('pxname') !== 'stats');
+}
+
+const isStreamBackend = (pxname: string) => pxname.endsWith(streamBackend(''));
+
+/** The replicas' state and counters from HAProxy's CSV statistics (the request backends). */
+export async function readStats(statsUrl: string): Promise<ServerStats[]> {
+  return (await serverRows(statsUrl))
+    .filter((at) => !isStreamBackend(at('pxname')))
+    .map((at) => ({
+      service: at('pxname'),
+      replica: at('svname'),
+      status: at('status'),
+      requests: Number(at('stot')),
+      retries: Number(at('wretr')),
+      redispatches: Number(at('wredis')),
+    }));
+}
+
+/** The streams each replica holds, from HAProxy's CSV statistics (the stream backends). */
+export async function readStreamStats(statsUrl: string): Promise<StreamServerStats[]> {
+  return (await serverRows(statsUrl))
+    .filter((at) => isStreamBackend(at('pxname')))
+    .map((at) => ({
+      service: at('pxname').slice(0, -streamBackend('').length),
+      replica: at('svname'),
+      status: at('status'),
+      open: Number(at('scur')),
+      opened: Number(at('stot')),
     }));
 }

@@ -10,9 +10,11 @@ import {
   haproxyBinary,
   haproxyConfig,
   readStats,
+  readStreamStats,
   startHaproxy,
   type AddressLimits,
   type ServerStats,
+  type StreamServerStats,
 } from './haproxy';
 
 export interface ReplicasOptions {
@@ -67,6 +69,8 @@ export interface ReplicaSet {
   haproxy: ChildProcess;
   service(name: string): ReplicaService;
   stats(): Promise<ServerStats[]>;
+  /** The event streams each replica holds through HAProxy. */
+  streamStats(): Promise<StreamServerStats[]>;
   /** Stops HAProxy, then every replica gracefully, then leaves the local database server. Idempotent. */
   stop(): Promise<void>;
 }
@@ -190,6 +194,7 @@ export async function startReplicas(options: ReplicasOptions): Promise<ReplicaSe
         return found;
       },
       stats: () => readStats(statsUrl),
+      streamStats: () => readStreamStats(statsUrl),
       stop,
     };
   } catch (error) {
