@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { Database } from '@platform/db';
-import { createServiceApp, openApiTags } from '@platform/http-kit';
+import { eventChannel, type Database } from '@platform/db';
+import { createServiceApp, eventStreamPlugin, openApiTags } from '@platform/http-kit';
 import { BODY_LIMIT, type Config } from './config';
 import type { SocialDatabase } from './db/schema';
 import { migrations } from './db/migrations';
@@ -18,6 +18,8 @@ import { createPasswords, type Passwords } from './users/passwords';
 import tokensRoutes from './tokens/routes';
 import usersRoutes from './users/routes';
 import postsRoutes from './posts/routes';
+import { createEventsRepository } from './events/repository';
+import eventsRoutes from './events/routes';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -154,5 +156,13 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   await app.register(usersRoutes, { prefix: '/api' });
   await app.register(postsRoutes, { prefix: '/api' });
+  // Live updates: the event log's listener (one connection), the streams of this process, pruning.
+  await app.register(eventStreamPlugin, {
+    url: config.events.databaseUrl ?? app.database.url,
+    channel: eventChannel(app.database.schema),
+    log: createEventsRepository(app.database.db),
+    settings: config.events,
+  });
+  await app.register(eventsRoutes, { prefix: '/api' });
   return app;
 }

@@ -1,6 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { EnvFlag, parseEnv } from '@platform/schema';
-import { productionSecretProblem, serviceConfig, serviceEnv, type ServiceMode } from '@platform/http-kit';
+import {
+  eventStreamConfig,
+  eventStreamEnv,
+  productionSecretProblem,
+  serviceConfig,
+  serviceEnv,
+  type ServiceMode,
+} from '@platform/http-kit';
 import { passwordHashingConfig, passwordHashingEnv } from '@platform/passwords';
 
 /** Limits on the routes that hash a password or send mail, per client address and per account. */
@@ -61,6 +68,14 @@ export const PRODUCTION_FORM_LIMITS = {
 /** The service's environment, one schema: names and defaults are the Flask backend's. */
 export const EnvSchema = Type.Object({
   ...serviceEnv({ port: 5000, schema: 'social' }),
+  ...eventStreamEnv(),
+  EVENTS_TOKEN_CHECK_MS: Type.Integer({
+    minimum: 10,
+    maximum: 600_000,
+    default: 5000,
+    description:
+      'How often the live streams’ access tokens are checked (one statement for all of a process’s streams): a stream whose token expired or was revoked gets `token_expired` and ends within this time',
+  }),
   // No default in any mode: unset, the service signs with the key its migrations made in its own
   // schema (see plugins/app/secret-key.ts), so no public value is ever a default.
   SECRET_KEY: Type.Optional(
@@ -241,6 +256,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     oauth2: { redirectUri: e.OAUTH2_REDIRECT_URI, providers: oauth2Providers(e) },
     passwordHashing: passwordHashingConfig(e),
+    /** The live streams (`GET /api/events/*`): their listener, caps, heartbeat, pruning, token checks. */
+    events: { ...eventStreamConfig(e, service.maxConnections), tokenCheckMs: e.EVENTS_TOKEN_CHECK_MS },
     /** Ended token pairs are deleted every `intervalMs`, at most `batch` rows a statement. */
     tokenPrune: { intervalMs: e.TOKEN_PRUNE_SECONDS * 1000, batch: e.TOKEN_PRUNE_BATCH },
     /** Counts per window; see `loginLimitsEnv`. Undefined: that limit is off. */

@@ -93,7 +93,7 @@ describe('social-api command line', () => {
 
   test('migrate creates the tables, then says the schema is up to date', async () => {
     expect((await cli('migrate')).stdout).toBe(
-      'applied: 2026-11-22T1000_users_posts_followers_tokens, 2026-11-22T1100_spent_oauth2_states, 2026-11-25T1000_counters, 2026-11-28T1200_user_reset_secret_email_verified, 2026-11-28T1300_service_secrets, 2026-11-28T1400_post_positions, 2026-11-28T1500_user_positions, 2026-11-28T1600_follow_names\n',
+      'applied: 2026-11-22T1000_users_posts_followers_tokens, 2026-11-22T1100_spent_oauth2_states, 2026-11-25T1000_counters, 2026-11-28T1200_user_reset_secret_email_verified, 2026-11-28T1300_service_secrets, 2026-11-28T1400_post_positions, 2026-11-28T1500_user_positions, 2026-11-28T1600_follow_names, 2026-11-28T1700_feed_weeks, 2026-11-28T1800_events\n',
     );
     expect((await cli('migrate')).stdout).toBe('schema is up to date\n');
     await withDatabase(async (db) => {

@@ -51,7 +51,11 @@ describe('hostile-input storm', () => {
     const bobPost = await post(bob.token, 'bob writes');
 
     const token = { auth: true };
-    const routes = testing.hostileRoutesFromOpenApi(app.swagger() as never, {
+    // The live streams are left out: a request the storm's variations leave valid would stream until
+    // the storm ends (their refusals are tested in events.test.ts).
+    const document = app.swagger() as { paths: Record<string, unknown> };
+    const { '/api/events/posts': _posts, '/api/events/feed': _feed, ...paths } = document.paths;
+    const routes = testing.hostileRoutesFromOpenApi({ ...document, paths } as never, {
       'GET /': {},
       'GET /apispec.json': {},
       'GET /healthz': {},

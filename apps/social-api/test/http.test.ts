@@ -475,6 +475,7 @@ describe('the docs', () => {
   type Schema = {
     $ref?: string;
     type?: string;
+    anyOf?: Schema[];
     properties?: Record<string, unknown>;
     additionalProperties?: unknown;
   };
@@ -523,6 +524,9 @@ describe('the docs', () => {
     ['delete', '/api/posts/{id}', 'posts', 'api_key'],
     ['get', '/api/users/{id}/posts', 'posts', 'api_key'],
     ['get', '/api/feed', 'posts', 'api_key'],
+    // Ours, beyond the contract: the live streams (events.test.ts).
+    ['get', '/api/events/posts', 'posts', 'api_key'],
+    ['get', '/api/events/feed', 'posts', 'api_key'],
   ];
   const WITH_BODY = new Set([
     'put /api/tokens',
@@ -588,7 +592,7 @@ describe('the docs', () => {
     );
   });
 
-  test('the /api operations are exactly the contract endpoints', () => {
+  test('the /api operations are exactly the contract endpoints and the live streams', () => {
     const documented = Object.entries(doc.paths)
       .filter(([path]) => path.startsWith('/api/'))
       .flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method} ${path}`))
@@ -611,9 +615,13 @@ describe('the docs', () => {
       const [success] = successes;
       expect(op.responses[success].description?.length).toBeGreaterThan(0);
       if (success === '200' || success === '201') {
-        const schema = op.responses[success].content?.['application/json']?.schema;
-        expect(schema?.$ref ?? schema?.type).toBeDefined();
-        if (!schema?.$ref) expect(Object.keys(schema?.properties ?? {}).length).toBeGreaterThan(0);
+        const type = path.startsWith('/api/events/') ? 'text/event-stream' : 'application/json';
+        expect(Object.keys(op.responses[success].content ?? {})).toEqual([type]);
+        const schema = op.responses[success].content?.[type]?.schema;
+        // A stream's: one message schema per event (`anyOf`).
+        expect(schema?.$ref ?? schema?.type ?? schema?.anyOf).toBeDefined();
+        if (!schema?.$ref && !schema?.anyOf)
+          expect(Object.keys(schema?.properties ?? {}).length).toBeGreaterThan(0);
       } else {
         // 204 and 302 carry no body, and the document says so (no content).
         expect(op.responses[success].content).toBeUndefined();

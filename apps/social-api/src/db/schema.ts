@@ -1,5 +1,5 @@
 import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
-import type { ServiceSecretsTable } from '@platform/db';
+import type { EventsTable, ServiceSecretsTable } from '@platform/db';
 
 export interface UsersTable {
   id: Generated<number>;
@@ -121,4 +121,6 @@ export interface SocialDatabase {
    * key of tokens and signed cookies while SECRET_KEY is unset.
    */
   service_secrets: ServiceSecretsTable<'secret_key'>;
+  /** The live streams' event log (migration 2026-11-28T1800_events: EVENT_LOG_V1 of @platform/db). */
+  events: EventsTable;
 }

@@ -3,6 +3,7 @@ import type { SocialDatabase } from '../db/schema';
 import { isoTimestamp, param, prepare } from '@platform/db';
 import { MAX_LIMIT, pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
 import { publicUserColumns, type PublicUserRow } from '../users/repository';
+import { logged } from '../events/log';
 
 export interface PostWithAuthor {
   id: number;
@@ -20,13 +21,15 @@ const postWithAuthorColumns = [
   ...publicUserColumns,
 ] as const;
 
-type Row = { post_id: number; post_text: string; post_timestamp: string } & PublicUserRow;
+/** A post and its author as one row (a page's, and the payload of the log's `post` events). */
+export type PostRow = { post_id: number; post_text: string; post_timestamp: string } & PublicUserRow;
+type Row = PostRow;
 
 /**
  * A post and its author from a row: the author is the row's `publicUserColumns`, copied by name
  * (an object rest costs far more, on every row of every page).
  */
-const toPost = (row: Row): PostWithAuthor => ({
+export const postFromRow = (row: Row): PostWithAuthor => ({
   id: row.post_id,
   text: row.post_text,
   timestamp: row.post_timestamp,
@@ -46,7 +49,7 @@ const toPost = (row: Row): PostWithAuthor => ({
 
 /** A post of a page row (see `pageFromRows`): absent in the one row of an empty page. */
 const postFromPageRow = (row: { [K in keyof Row]: Row[K] | null }) =>
-  row.post_id === null ? undefined : toPost(row as Row);
+  row.post_id === null ? undefined : postFromRow(row as Row);
 
 /** The keys of a page's posts, found before the page is dressed (joined, formatted). */
 type PageKeys = RawBuilder<{ id: number; timestamp: Date }>;
@@ -303,20 +306,26 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
   );
 
   return {
-    /** Inserts a post and returns it with its author, in one statement. */
+    /**
+     * Inserts a post and returns it with its author, and logs its `post` event (the same row), in one
+     * statement: the event commits with the post or not at all.
+     */
     async create(userId: number, text: string, timestamp: Date): Promise<PostWithAuthor> {
       const row = await db
         .with('p', (w) => w.insertInto('posts').values({ user_id: userId, text, timestamp }).returningAll())
-        .selectFrom('p')
-        .innerJoin('users', 'users.id', 'p.user_id')
-        .select(postWithAuthorColumns)
+        .with('post', (w) =>
+          w.selectFrom('p').innerJoin('users', 'users.id', 'p.user_id').select(postWithAuthorColumns),
+        )
+        .with('event', (w) => logged(w, 'post', 'post', sql`to_jsonb(post)`))
+        .selectFrom('post')
+        .selectAll()
         .executeTakeFirstOrThrow();
-      return toPost(row);
+      return postFromRow(row);
     },
 
     async findById(id: number): Promise<PostWithAuthor | undefined> {
       const row = await posts().select(postWithAuthorColumns).where('p.id', '=', id).executeTakeFirst();
-      return row && toPost(row);
+      return row && postFromRow(row);
     },
 
     /** The author of a post (undefined: no such post). */
@@ -325,23 +334,44 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       return row?.user_id;
     },
 
+    /** A new text for the author's post, and its `post_updated` event (the post as it is now): one statement. */
     async updateText(id: number, authorId: number, text: string): Promise<boolean> {
-      const result = await db
-        .updateTable('posts')
-        .set({ text })
-        .where('id', '=', id)
-        .where('user_id', '=', authorId)
-        .executeTakeFirst();
-      return Number(result.numUpdatedRows) === 1;
+      const rows = await db
+        .with('p', (w) =>
+          w
+            .updateTable('posts')
+            .set({ text })
+            .where('id', '=', id)
+            .where('user_id', '=', authorId)
+            .returningAll(),
+        )
+        .with('post', (w) =>
+          w.selectFrom('p').innerJoin('users', 'users.id', 'p.user_id').select(postWithAuthorColumns),
+        )
+        .with('event', (w) => logged(w, 'post_updated', 'post', sql`to_jsonb(post)`))
+        .selectFrom('post')
+        .select('post.post_id')
+        .execute();
+      return rows.length === 1;
     },
 
+    /** Deletes the author's post, and logs its `post_deleted` event: one statement. */
     async delete(id: number, authorId: number): Promise<boolean> {
-      const result = await db
-        .deleteFrom('posts')
-        .where('id', '=', id)
-        .where('user_id', '=', authorId)
-        .executeTakeFirst();
-      return Number(result.numDeletedRows) === 1;
+      const rows = await db
+        .with('p', (w) =>
+          w
+            .deleteFrom('posts')
+            .where('id', '=', id)
+            .where('user_id', '=', authorId)
+            .returning(['posts.id', 'posts.user_id']),
+        )
+        .with('event', (w) =>
+          logged(w, 'post_deleted', 'p', sql`jsonb_build_object('id', p.id, 'author_id', p.user_id)`),
+        )
+        .selectFrom('p')
+        .select('p.id')
+        .execute();
+      return rows.length === 1;
     },
 
     all: () => allPosts(0),

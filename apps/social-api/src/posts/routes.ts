@@ -10,21 +10,13 @@ import {
 } from '../wire/pagination';
 import type { PublicUserRow } from '../users/repository';
 import { UserIdParams } from '../users/schemas';
-import { serializeUser } from '../users/serialize';
 import { createPostsRepository, type PostWithAuthor } from './repository';
+import { serializePost } from './serialize';
 import { NewPost, Post, PostChanges, PostIdParams } from './schemas';
 
 export const PostPage = Paginated(Post, 'PostPage');
 const PAGING_NOTE =
   'Newest first. `after` is a timestamp (one this API emitted works exactly): posts strictly older than it.';
-
-const serializePost = (p: PostWithAuthor): Post => ({
-  id: p.id,
-  url: `/api/posts/${p.id}`,
-  text: p.text,
-  timestamp: p.timestamp,
-  author: serializeUser(p.author),
-});
 
 /** Every post collection: newest first, `after` a timestamp. */
 const postPages = collection(PostPage, serializePost, parseTimestampCursor);

@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type Kysely, type Selectable, type Selecti
 import { isoTimestamp, param, prepare, SQLSTATE, sqlState } from '@platform/db';
 import type { NewUserRow, SocialDatabase, UserUpdate, UsersTable } from '../db/schema';
 import { MAX_LIMIT, pageFromRows, type PageRequest, type PageSource } from '../wire/pagination';
+import { logged } from '../events/log';
 
 /**
  * The user columns every user-returning query selects: never the hash, only whether there is one;
@@ -139,22 +140,37 @@ export function createUsersRepository(db: Kysely<SocialDatabase>) {
       .where('followed_id', '=', param<number>(2)),
     edge,
   );
+  /** Its `feed_changed` event, logged by the statement that follows or unfollows (see `logged`). */
+  const feedChanged = (following: boolean) =>
+    sql`jsonb_build_object('follower_id', f.follower_id, 'user_id', f.followed_id, 'following', ${sql.lit(following)})`;
   const follow = prepare(
     db,
     db
-      .insertInto('followers')
-      .values({ follower_id: param<number>(1), followed_id: param<number>(2) })
-      .onConflict((oc) => oc.doNothing())
-      .returning('follower_id'),
+      .with('f', (w) =>
+        w
+          .insertInto('followers')
+          .values({ follower_id: param<number>(1), followed_id: param<number>(2) })
+          .onConflict((oc) => oc.doNothing())
+          .returning(['follower_id', 'followed_id']),
+      )
+      .with('event', (w) => logged(w, 'feed_changed', 'f', feedChanged(true)))
+      .selectFrom('f')
+      .select('f.follower_id'),
     edge,
   );
   const unfollow = prepare(
     db,
     db
-      .deleteFrom('followers')
-      .where('follower_id', '=', param<number>(1))
-      .where('followed_id', '=', param<number>(2))
-      .returning('follower_id'),
+      .with('f', (w) =>
+        w
+          .deleteFrom('followers')
+          .where('follower_id', '=', param<number>(1))
+          .where('followed_id', '=', param<number>(2))
+          .returning(['follower_id', 'followed_id']),
+      )
+      .with('event', (w) => logged(w, 'feed_changed', 'f', feedChanged(false)))
+      .selectFrom('f')
+      .select('f.follower_id'),
     edge,
   );
 

@@ -42,6 +42,19 @@ export interface Subscription<E extends StreamEvent> {
   lastEventId?: number;
   /** Which events this stream sends (all when absent); `reset` is always sent. */
   filter?: (event: E) => boolean;
+  /** Called once the stream is open (before its replay), with what ends it from outside. */
+  onOpen?: (stream: OpenStream) => void;
+}
+
+/** An open stream, as the route that opened it may end it (its token has expired, say). */
+export interface OpenStream {
+  /**
+   * Ends the stream with one last event, which has no `id:` (the client's last id stays the last
+   * event it was sent, so it resumes from there). Nothing is sent after it.
+   */
+  endWith(kind: string, data: unknown): void;
+  /** Resolves when the stream is gone (ended, dropped, or its client left). */
+  readonly closed: Promise<void>;
 }
 
 interface Stream<E extends StreamEvent> {
@@ -171,8 +184,21 @@ export class EventHub<E extends StreamEvent> {
     });
     const stream: Stream<E> = { res, position: this.head, filter: subscription.filter, pending: null };
     this.streams.add(stream);
-    res.on('close', () => this.streams.delete(stream));
+    const closed = new Promise<void>((resolve) =>
+      res.on('close', () => {
+        this.streams.delete(stream);
+        resolve();
+      }),
+    );
     res.write(`retry: ${this.limits.retryMs}\n\n`);
+    subscription.onOpen?.({
+      endWith: (kind, data) => {
+        this.streams.delete(stream);
+        if (!res.destroyed && !res.writableEnded)
+          res.end(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
+      },
+      closed,
+    });
     const last = subscription.lastEventId;
     if (last === undefined || last === this.head) return;
     stream.pending = [];
@@ -265,7 +291,7 @@ export class EventHub<E extends StreamEvent> {
       }
     }
     for (;;) {
-      if (res.destroyed) return;
+      if (res.destroyed || res.writableEnded) return;
       let batch: Framed<E>[];
       if (stream.position >= this.recentFrom && stream.position <= this.head) {
         batch = this.recentAfter(stream.position);

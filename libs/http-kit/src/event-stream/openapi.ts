@@ -36,19 +36,29 @@ export const LastEventIdParameter = Type.Optional(
  */
 export function eventStreamResponses(
   dialect: ErrorDialect,
-  options: { description: string; events: Record<string, TSchema> },
+  options: {
+    description: string;
+    events: Record<string, TSchema>;
+    /** Events the route itself sends with no `id:` line (not of the log: a stream's own last word). */
+    unnumbered?: Record<string, TSchema>;
+  },
 ) {
   const events = { ...options.events, reset: ResetEventData };
-  const messages = Object.entries(events).map(([kind, data]) =>
+  const message = (kind: string, data: TSchema, numbered: boolean) =>
     Type.Object(
       {
-        id: SafeInteger({ minimum: 0, description: 'The `id:` line: the event’s id in the log' }),
+        ...(numbered && {
+          id: SafeInteger({ minimum: 0, description: 'The `id:` line: the event’s id in the log' }),
+        }),
         event: Type.Literal(kind, { description: 'The `event:` line' }),
         data: { ...data, description: `The \`data:\` line (JSON). ${data.description ?? ''}`.trim() },
       },
       { title: kind },
-    ),
-  );
+    );
+  const messages = [
+    ...Object.entries(events).map(([kind, data]) => message(kind, data, true)),
+    ...Object.entries(options.unnumbered ?? {}).map(([kind, data]) => message(kind, data, false)),
+  ];
   const unavailable = errorResponses(dialect, [503])[503] as object;
   return {
     200: {

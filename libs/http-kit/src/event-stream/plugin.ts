@@ -21,8 +21,14 @@ export interface EventStreamOptions<E extends StreamEvent> {
   readyTimeoutMs?: number;
 }
 
-/** What a stream route asks for: the filter of its subscribers. */
-export type StreamRequest<E extends StreamEvent> = Pick<Subscription<E>, 'filter'>;
+/**
+ * What a stream route asks for: the filter of its subscribers, where the replay starts when the
+ * client sends no last id (default: live from now), and a hook given the open stream.
+ */
+export type StreamRequest<E extends StreamEvent> = Pick<Subscription<E>, 'filter' | 'onOpen'> & {
+  /** Without a client's last id, replay from this one (a position the route read its state at). */
+  from?: number;
+};
 
 /** `app.eventStream`: the process's event stream (one listener, one hub). */
 export interface EventStream<E extends StreamEvent = StreamEvent> {
@@ -145,7 +151,7 @@ export const eventStreamPlugin = fp(
           throw new EventStreamNotReadyError();
         if (hub.isClosing) throw new ShuttingDownError();
         if (!hub.accepting) throw new EventStreamsFullError();
-        const lastEventId = lastEventIdOf(request);
+        const lastEventId = lastEventIdOf(request) ?? subscription.from;
         reply.hijack();
         // The headers the platform's hooks set (security headers, CORS) and the request id (an
         // onSend hook, which a response taken over skips).
@@ -157,7 +163,7 @@ export const eventStreamPlugin = fp(
         }
         // The route's own events: its filter sees what its log's reader makes.
         const filter = subscription.filter as ((event: StreamEvent) => boolean) | undefined;
-        await hub.open(reply.raw, headers, { lastEventId, filter });
+        await hub.open(reply.raw, headers, { lastEventId, filter, onOpen: subscription.onOpen });
       },
     };
     app.decorate('eventStream', stream);

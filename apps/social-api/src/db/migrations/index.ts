@@ -8,6 +8,7 @@ import * as postPositions from './2026-11-28T1400_post_positions';
 import * as userPositions from './2026-11-28T1500_user_positions';
 import * as followNames from './2026-11-28T1600_follow_names';
 import * as feedWeeks from './2026-11-28T1700_feed_weeks';
+import * as events from './2026-11-28T1800_events';
 
 /** Every migration, in order; names sort by time. Never edit one that has shipped: add another. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-28T1500_user_positions': userPositions,
   '2026-11-28T1600_follow_names': followNames,
   '2026-11-28T1700_feed_weeks': feedWeeks,
+  '2026-11-28T1800_events': events,
 };
