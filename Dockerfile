@@ -16,7 +16,7 @@ WORKDIR /app
 ENV CI=true NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 
 # Manifests first, so the dependency layer is reused until a package.json or the lockfile changes.
-# Every workspace (libs/*, apps/*, tools/*) is listed; tools/docker-check fails when one is missing.
+# Every workspace (libs/*, apps/*, tools/*, clients/*) is listed; tools/docker-check fails when one is missing.
 COPY package.json package-lock.json ./
 COPY libs/schema/package.json libs/schema/
 COPY libs/db/package.json libs/db/
@@ -31,8 +31,13 @@ COPY tools/deploy-check/package.json tools/deploy-check/
 COPY tools/dev/package.json tools/dev/
 COPY tools/docker-check/package.json tools/docker-check/
 COPY tools/images/package.json tools/images/
+COPY tools/openapi/package.json tools/openapi/
 COPY tools/replicas/package.json tools/replicas/
 COPY tools/workspace-check/package.json tools/workspace-check/
+COPY clients/kit/package.json clients/kit/
+COPY clients/microblog/package.json clients/microblog/
+COPY clients/workspace/package.json clients/workspace/
+COPY clients/social/package.json clients/social/
 # `npm ci`: exactly what the lockfile holds (it carries every platform's optional packages). The
 # optional `ca` secret is mounted for this step only and never stored in a layer; without it, nothing.
 RUN --mount=type=secret,id=ca,required=false \
