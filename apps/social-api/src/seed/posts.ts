@@ -1,8 +1,8 @@
 import { faker } from '@faker-js/faker';
 import { progressBar as defaultProgressBar, type FakeGenerator } from './progress';
-import { createFakeRepository } from './repository';
+import { createFakeRepository, type FakePosts } from './repository';
 
-/** Posts per INSERT: three array parameters whatever the size; ~1 MB of text. */
+/** Posts per staged INSERT: three array parameters whatever the size; ~1 MB of text. */
 const BATCH = 5000;
 export const MAX_POST_LENGTH = 280;
 /** Distinct faker sentences posts are built from (faker makes ~80k paragraphs a second, too slow for 10⁶ posts). */
@@ -29,7 +29,8 @@ function postText(pool: string[]): string {
 
 /**
  * Adds `count` posts, each by a random existing user, with faker text and a random timestamp
- * between the start of the current year (UTC) and now, in batches. Fails when there are no users.
+ * between the start of the current year (UTC) and now, in one transaction (see `insertPostsInBulk`).
+ * Fails when there are no users.
  */
 export const fakePosts: FakeGenerator = async (db, count, { progressBar = defaultProgressBar } = {}) => {
   const repository = createFakeRepository(db);
@@ -41,9 +42,8 @@ export const fakePosts: FakeGenerator = async (db, count, { progressBar = defaul
   const now = Date.now();
   const yearStart = Date.UTC(new Date(now).getUTCFullYear(), 0, 1);
 
-  let added = 0;
   const bar = progressBar('posts', count);
-  try {
+  function* batches(): Generator<FakePosts> {
     for (let done = 0; done < count; done += BATCH) {
       const size = Math.min(BATCH, count - done);
       const userIds = new Array<number>(size);
@@ -54,9 +54,13 @@ export const fakePosts: FakeGenerator = async (db, count, { progressBar = defaul
         texts[i] = postText(pool);
         timestamps[i] = new Date(faker.number.int({ min: yearStart, max: now })).toISOString();
       }
-      added += await repository.insertPosts({ userIds, texts, timestamps });
+      yield { userIds, texts, timestamps };
       bar.advance(size);
     }
+  }
+  let added: number;
+  try {
+    added = await repository.insertPostsInBulk(batches());
   } finally {
     bar.stop();
   }

@@ -89,14 +89,12 @@ export async function up(db: Kysely<any>): Promise<void> {
       -- The authors' rows, as a follow of them locks them: no follow of theirs commits between the
       -- read of their followers below and this transaction's end.
       perform 1 from users u where u.id in (select c.user_id from unnest(changed) c) order by u.id for no key update;
+      -- The author's own feed, and each follower's but the author's own follow of themself.
       perform add_feed_weeks(array(
-        select (o.owner, c.week, c.n)::feed_week_delta
-        from unnest(changed) c
-        cross join lateral (
-          select c.user_id as owner
-          union
-          select f.follower_id from followers f where f.followed_id = c.user_id
-        ) o));
+        select (c.user_id, c.week, c.n)::feed_week_delta from unnest(changed) c
+        union all
+        select (f.follower_id, c.week, c.n)::feed_week_delta
+        from unnest(changed) c join followers f on f.followed_id = c.user_id and f.follower_id <> c.user_id));
       return null;
     end $$`.execute(db);
 
@@ -166,7 +164,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`
     insert into feed_weeks (user_id, week, n)
     select a.owner, pw.week, sum(pw.n)
-    from (select id as owner, id as author from users union select follower_id, followed_id from followers) a
+    from (
+      select id as owner, id as author from users
+      union all
+      select follower_id, followed_id from followers where follower_id <> followed_id
+    ) a
     join post_weeks pw on pw.user_id = a.author
     group by 1, 2`.execute(db);
 }
