@@ -16,6 +16,8 @@ declare module 'autocannon' {
       timeout?: number;
       /** Requests to send in all (instead of a duration). */
       amount?: number;
+      /** Requests per second over all connections (0: as fast as they are answered). */
+      overallRate?: number;
     }
 
     /** A histogram's summary (hdr-histogram-percentiles-obj), percentiles as `p50`, `p97_5`, ... */

@@ -19,11 +19,11 @@ import {
 import { onCleanup } from './run';
 
 /**
- * A file of this folder (baseline.ts, bare.ts, bare-entry.ts) as plain JavaScript in `dir`: the bare
- * servers run on bare Node, without the TypeScript loader (which weighs on a process), so their
- * figures are Fastify's (and pg's) alone.
+ * A file of the bench (baseline.ts, bare.ts, bare-entry.ts, streams/subscriber.ts) as plain
+ * JavaScript in `dir`: the bare servers and the stream subscribers run on bare Node, without the
+ * TypeScript loader (which weighs on a process), so their figures are Fastify's (and pg's) alone.
  */
-function compileEntry(dir: string, source: string): string {
+export function compileEntry(dir: string, source: string): string {
   const { outputText } = ts.transpileModule(readFileSync(source, 'utf8'), {
     fileName: source,
     compilerOptions: {

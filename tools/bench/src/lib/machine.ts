@@ -37,6 +37,14 @@ function statCpuSeconds(stat: string): number {
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // #14 utime, #15 stime
 }
 
+/** User and system CPU seconds a process has used so far (system: the kernel on its behalf, its socket writes). */
+export function cpuTimes(pid: number): { user: number; system: number } | null {
+  const stat = statOf(pid);
+  if (stat === undefined) return null;
+  const fields = statFields(stat);
+  return { user: Number(fields[11]) / CLK_TCK, system: Number(fields[12]) / CLK_TCK };
+}
+
 /** CPU seconds (user + system) a process has used so far. */
 export function cpuSeconds(pid: number): number | null {
   const stat = statOf(pid);
@@ -138,4 +146,35 @@ export function unpinProcesses(pids: number[]): void {
 /** Sets the CPUs of every thread of `pid` (`taskset`); false when that failed. */
 function setCpus(list: string, pid: number): boolean {
   return spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { stdio: 'ignore' }).status === 0;
+}
+
+/** The open-file limits of a process (`Max open files` of /proc/<pid>/limits); null when unknown. */
+export function openFileLimit(pid: number): { soft: number; hard: number } | null {
+  try {
+    const line = /^Max open files\s+(\S+)\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'));
+    if (!line) return null;
+    const value = (text: string) => (text === 'unlimited' ? Number.POSITIVE_INFINITY : Number(text));
+    return { soft: value(line[1]), hard: value(line[2]) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Makes sure process `pid` may open `need` files: Node raises its own soft limit to the hard one
+ * when it starts, so only a hard limit below `need` is a problem, which `prlimit` raises when this
+ * process may (root). Throws, saying what to do, when it cannot. Returns the limits it leaves.
+ */
+export function ensureOpenFileLimit(pid: number, need: number): { soft: number; hard: number } | null {
+  const limits = openFileLimit(pid);
+  if (!limits || limits.soft >= need) return limits;
+  const hard = Math.max(need, limits.hard);
+  spawnSync('prlimit', ['--pid', String(pid), `--nofile=${need}:${hard}`], { stdio: 'ignore' });
+  const raised = openFileLimit(pid);
+  if (!raised || raised.soft < need)
+    throw new Error(
+      `process ${pid} may open ${limits.soft} files (hard limit ${limits.hard}) and needs ${need}: ` +
+        `raise the hard limit (as root: \`ulimit -Hn ${need}\` in the shell that runs the bench) or open fewer streams`,
+    );
+  return raised;
 }
