@@ -51,7 +51,10 @@ export function eventStreamResponses(
           id: SafeInteger({ minimum: 0, description: 'The `id:` line: the event’s id in the log' }),
         }),
         event: Type.Literal(kind, { description: 'The `event:` line' }),
-        data: { ...data, description: `The \`data:\` line (JSON). ${data.description ?? ''}`.trim() },
+        data: {
+          ...data,
+          description: `The \`data:\` line (JSON). ${data.description ?? ''}`.trim(),
+        } as TSchema,
       },
       { title: kind },
     );
