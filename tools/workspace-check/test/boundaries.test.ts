@@ -121,3 +121,55 @@ describe('no production source imports the test kit or the local PostgreSQL', ()
     );
   }, 60_000);
 });
+
+/**
+ * The clients (clients/*, tag type:client) are what the frontend teams install: their source uses
+ * only other clients (the kit), never a service, a lib or the test kit, and nothing but a client's
+ * own contract tests may reach a service (through its test support, a devDependency).
+ */
+describe('the clients import nothing of the services', () => {
+  const boundaryErrors = (filePath: string, code: string) =>
+    messagesOf(['@nx/enforce-module-boundaries'], filePath, code);
+
+  test('a client may use the client kit', async () => {
+    expect(
+      await boundaryErrors(
+        'clients/social/src/zz-check.ts',
+        importing('eventStream', '@platform/client-kit'),
+      ),
+    ).toEqual([]);
+  }, 60_000);
+
+  test.each([
+    ['a service', importing('buildApp', '@platform/social-api')],
+    ['a lib', importing('parseEnv', '@platform/schema')],
+    ['the test kit', importing('buildTestApp', '@platform/testing')],
+  ])(
+    'a client’s source may not import %s',
+    async (_what, code) => {
+      expect(await boundaryErrors('clients/social/src/zz-check.ts', code)).toEqual([
+        expect.stringMatching(/type:client.*can only depend on libs tagged with "type:client"/),
+      ]);
+    },
+    60_000,
+  );
+
+  test('a client’s contract tests may start the service through its test support', async () => {
+    expect(
+      await boundaryErrors(
+        'clients/social/test/zz-check.test.ts',
+        importing('startTestServer', '@platform/social-api/test-support'),
+      ),
+    ).toEqual([]);
+  }, 60_000);
+
+  test.each(['apps/social-api/src/zz-check.ts', 'libs/http-kit/src/zz-check.ts'])(
+    '%s may not import a client',
+    async (file) => {
+      expect(
+        (await boundaryErrors(file, importing('createSocialClient', '@platform/social-client'))).length,
+      ).toBeGreaterThan(0);
+    },
+    60_000,
+  );
+});

@@ -10,9 +10,9 @@ interface Manifest {
   nx?: { tags?: string[] };
 }
 
-/** Every workspace package (libs/*, apps/*, tools/*), by directory. */
+/** Every workspace package (libs/*, apps/*, tools/*, clients/*), by directory. */
 const manifests = new Map<string, Manifest>(
-  ['libs', 'apps', 'tools'].flatMap((parent) =>
+  ['libs', 'apps', 'tools', 'clients'].flatMap((parent) =>
     readdirSync(join(ROOT, parent), { withFileTypes: true })
       .filter((d) => d.isDirectory() && existsSync(join(ROOT, parent, d.name, 'package.json')))
       .map((d): [string, Manifest] => [
