@@ -363,6 +363,29 @@ describe('GET /api/microblog/events', () => {
     expect((await fetch(`${baseUrl}/api/microblog`)).status).toBe(200);
   });
 
+  test('1,200 streams (more than one slice of the fan-out): every event to every one, once, in id order, as valid chunks', async () => {
+    const { baseUrl, app, database } = await server({ MAX_CONNECTIONS_PER_ADDRESS: '0' });
+    const many = await Promise.all(Array.from({ length: 1200 }, () => stream(baseUrl)));
+    expect(many.every((s) => s.status === 200)).toBe(true);
+    await Promise.all(many.map((s) => s.until((c) => c.blocks.some((b) => b.retry !== undefined), 10_000)));
+    expect(app.eventStream.hub.size).toBe(1200);
+    // Posts one after the other, and a burst of two in one statement (one pass, two events).
+    const written = [await writePost(baseUrl, 'first'), await writePost(baseUrl, 'second')];
+    await sql`insert into events (kind, payload)
+      select 'post', jsonb_build_object('id', 1000000 + n, 'content', 'burst ' || n, 'quest_topic', 'online_safety',
+        'student_name', 'Ada', 'timestamp', '2026-11-28T00:00:00.000Z', 'replies', '[]'::jsonb, 'reply_count', 0,
+        'reactions', '{}'::jsonb)
+      from generate_series(1, 2) n`.execute(database.db);
+    const expected = [...written.map((p) => p.id), 1000001, 1000002];
+    for (const s of many) {
+      const got = await s.messagesUntil(4, 10_000);
+      expect(got.map((m) => dataOf(m).id)).toEqual(expected);
+      expectIncreasing(ids(got));
+    }
+    // An ordinary read in the middle of it all.
+    expect((await fetch(`${baseUrl}/api/microblog`)).status).toBe(200);
+  });
+
   test('is documented: text/event-stream with each event’s schema, and its errors', async () => {
     const { app } = await server();
     const doc = (await app.inject('/docs/json')).json();

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 /** An event of a service's log as its streams send it: `id:`, `event:` and `data:` (JSON). */
 export interface StreamEvent {
@@ -69,9 +70,38 @@ interface Stream<E extends StreamEvent> {
 interface Framed<E> {
   event: E;
   frame: Buffer;
+  /** The frame as one HTTP/1.1 chunk (size line, frame, CRLF), made once for the fan-out. */
+  chunk?: Buffer;
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/** `framed`'s frame as one chunk of a chunked response (made on first use, then kept). */
+function chunkOf(framed: Framed<unknown>): Buffer {
+  return (framed.chunk ??= Buffer.concat([
+    Buffer.from(`${framed.frame.length.toString(16)}\r\n`),
+    framed.frame,
+    CRLF,
+  ]));
+}
+
+/**
+ * The socket of a stream whose chunks the fan-out may write itself: a response whose head has gone
+ * out, sent in chunks (HTTP/1.1), still open. Node's `res.write` would frame the same chunk again for
+ * each stream and cork and uncork its socket once per write; the fan-out frames it once, corks each
+ * socket for a slice of streams and writes the same bytes to every one.
+ */
+function directSocket(res: ServerResponse): Socket | undefined {
+  const { socket } = res;
+  if (!socket || socket.destroyed || res.writableEnded || !res.headersSent) return undefined;
+  return (res as ServerResponse & { chunkedEncoding?: boolean }).chunkedEncoding === true
+    ? socket
+    : undefined;
 }
 
 const HEARTBEAT = Buffer.from(':\n\n');
+/** Streams written to per turn of the event loop when an event fans out (see `fanOut`). */
+const FAN_OUT_SLICE = 500;
 
 /** One SSE message; `data` is one line (JSON never holds a raw line break). */
 export function frameEvent(id: number, kind: string, data: unknown): Buffer {
@@ -101,6 +131,9 @@ export class EventHub<E extends StreamEvent> {
   private closing = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private sweepScheduled = false;
+  /** Events published and not yet written to every stream (see `fanOut`). */
+  private outbox: Framed<E>[] = [];
+  private fanningOut = false;
   /** Streams destroyed because their client did not read (since start). */
   dropped = 0;
 
@@ -157,14 +190,54 @@ export class EventHub<E extends StreamEvent> {
       this.head = event.id;
       const framed = { event, frame: frameEvent(event.id, event.kind, event.data) };
       this.recent.push(framed);
-      for (const stream of this.streams) this.deliver(stream, framed);
+      this.outbox.push(framed);
     }
-    this.scheduleSweep();
     // Trimmed in halves, not one shift per event.
     if (this.recent.length >= 2 * this.limits.recentEvents) {
       const gone = this.recent.splice(0, this.recent.length - this.limits.recentEvents);
       this.recentFrom = gone[gone.length - 1].event.id;
     }
+    this.fanOut();
+  }
+
+  /**
+   * Writes the events waiting in the outbox to every stream, `FAN_OUT_SLICE` streams a turn of the
+   * event loop: with 10,000 streams one event is 10,000 writes, and done at once they would hold
+   * every request of the process back for tens of milliseconds. Each pass takes all the events
+   * waiting when it starts, in order, to every stream open then; events published meanwhile wait for
+   * the next pass, so a stream gets them in id order. A stream opened during a pass starts at the
+   * head, past the pass's events (or replays them from `recent`).
+   */
+  private fanOut(): void {
+    if (this.fanningOut || this.outbox.length === 0) return;
+    this.fanningOut = true;
+    const batch = this.outbox;
+    this.outbox = [];
+    const streams = [...this.streams];
+    let next = 0;
+    const slice = () => {
+      const end = Math.min(next + FAN_OUT_SLICE, streams.length);
+      const corked: Socket[] = [];
+      for (; next < end; next++) {
+        const stream = streams[next];
+        if (!this.streams.has(stream)) continue;
+        const socket = directSocket(stream.res);
+        if (socket) {
+          socket.cork();
+          corked.push(socket);
+        }
+        for (const framed of batch) this.deliver(stream, framed, socket);
+      }
+      for (const socket of corked) socket.uncork();
+      if (next < streams.length) {
+        setImmediate(slice);
+        return;
+      }
+      this.fanningOut = false;
+      this.scheduleSweep();
+      this.fanOut();
+    };
+    slice();
   }
 
   /**
@@ -182,6 +255,9 @@ export class EventHub<E extends StreamEvent> {
       'cache-control': 'no-cache, no-store, no-transform',
       'x-accel-buffering': 'no',
     });
+    // No idle timer on a stream's socket: re-armed on every write, it costs more than the write, and
+    // the heartbeat and the unread-bytes sweep already find the clients that are gone.
+    res.socket?.setTimeout(0);
     const stream: Stream<E> = { res, position: this.head, filter: subscription.filter, pending: null };
     this.streams.add(stream);
     const closed = new Promise<void>((resolve) =>
@@ -233,7 +309,8 @@ export class EventHub<E extends StreamEvent> {
     for (const stream of this.streams) stream.res.destroy();
   }
 
-  private deliver(stream: Stream<E>, framed: Framed<E>): void {
+  /** Sends `framed` to `stream` if it follows live and wants it (on `socket` when the fan-out may). */
+  private deliver(stream: Stream<E>, framed: Framed<E>, socket?: Socket): void {
     const { event, frame } = framed;
     if (stream.pending) {
       stream.pending.push(framed);
@@ -243,7 +320,9 @@ export class EventHub<E extends StreamEvent> {
     }
     if (event.id <= stream.position) return;
     stream.position = event.id;
-    if (!stream.filter || stream.filter(event)) this.write(stream, frame);
+    if (stream.filter && !stream.filter(event)) return;
+    if (socket) socket.write(chunkOf(framed));
+    else this.write(stream, frame);
   }
 
   private write(stream: Stream<E>, chunk: Buffer | string): void {
