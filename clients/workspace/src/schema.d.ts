@@ -4,3712 +4,3680 @@
  */
 
 export interface paths {
-  '/metrics': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Prometheus metrics
-     * @description Process and per-route request metrics in the Prometheus text exposition format. When the service sets `METRICS_TOKEN`, requires `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); unset, it is open to anyone who can reach the service.
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Prometheus text format */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'text/plain': string;
-          };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/healthz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Liveness
-     * @description Answers 200 while the process serves HTTP, whatever the database does.
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              status: string;
+        /**
+         * Prometheus metrics
+         * @description Process and per-route request metrics in the Prometheus text exposition format. When the service sets `METRICS_TOKEN`, requires `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise); unset, it is open to anyone who can reach the service.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-      };
-    };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/readyz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Readiness
-     * @description Answers 200 when the database answers a query, 503 (in the error format) when it does not, or once the service is shutting down (SIGTERM with SHUTDOWN_DRAIN_MS: it still serves during the drain).
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              status: string;
+            requestBody?: never;
+            responses: {
+                /** @description Prometheus text format */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
             };
-          };
         };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/validate_credentials': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /**
-     * Check an API key pair
-     * @description Answers `{}` for any valid, enabled, unexpired key. POST with the pair in the body or the headers; GET with the `api-key` and `api-key-secret` headers.
-     *
-     *     Permission: **any valid key**.
-     */
-    get: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The key is valid */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    put?: never;
-    /**
-     * Check an API key pair
-     * @description Answers `{}` for any valid, enabled, unexpired key. POST with the pair in the body or the headers; GET with the `api-key` and `api-key-secret` headers.
-     *
-     *     Permission: **any valid key**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description The key is valid */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_users': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * List users
-     * @description Users ordered by creation (oldest first, then by id), with `total`, the number of all users. Without `page` every user is returned (clients look users up on their side); with `page` (1-based) one page of `page_size` users (1..1000, default 100). A page past the end is empty.
-     *
-     *     Permission: **Users View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description 1-based; without it every item is returned */
-            page?: number | null;
-            /** @description Items per page, 1..1000 (100 when `page` is given without it); only used with `page` */
-            page_size?: number | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Users and their total */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              users: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              }[];
-              total: number;
+        /**
+         * Liveness
+         * @description Answers 200 while the process serves HTTP, whatever the database does.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_user': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Get a user
-     * @description The user named by `target_user.user_id`, or else by `target_user.username` (matched trimmed and case-insensitively). No target: `Invalid Request`; a malformed or unknown id or an unknown name: `Unknown User`.
-     *
-     *     Permission: **Users View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `{user_id}` or `{username}` */
-            target_user?: {
-              /** @description The user by id (wins over `username`) */
-              user_id?: string | null;
-              /** @description The user by name (trimmed, case-insensitive) */
-              username?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The user */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A user (Kasm shape) */
-              user: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: string;
+                        };
+                    };
+                };
             };
-          };
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/create_user': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Create a user
-     * @description Creates a local user who joins "All Users" (in the same transaction). `username` is required, trimmed and lowercased, and unique (`Error creating user (<username>): (User already exists)`). `first_name`, `last_name`, `organization` and `phone` are cut to 64 characters. The password is stored as an argon2id hash (none when absent or empty); the password rules apply only when `ENFORCE_PASSWORD_RULES_ON_CREATE` is on. `locked: true` is kept.
-     *
-     *     Permission: **Users Create** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description The new user; `username` is required */
-            target_user?: {
-              /** @description Required; trimmed and lowercased; unique */
-              username?: string | null;
-              /** @description Hashed with argon2id; never returned */
-              password?: string | null;
-              /** @description Cut to 64 characters */
-              first_name?: string | null;
-              /** @description Cut to 64 characters */
-              last_name?: string | null;
-              /** @description Free text, cut to 64 characters */
-              organization?: string | null;
-              /** @description Cut to 64 characters */
-              phone?: string | null;
-              /** @description Free text */
-              notes?: string | null;
-              /** @description A locked user cannot log in */
-              locked?: boolean | null;
-              /** @description A disabled user cannot log in */
-              disabled?: boolean | null;
-            } | null;
-          };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description The created user */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A user (Kasm shape) */
-              user: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              };
+        /**
+         * Readiness
+         * @description Answers 200 when the database answers a query, 503 (in the error format) when it does not, or once the service is shutting down (SIGTERM with SHUTDOWN_DRAIN_MS: it still serves during the drain).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/update_user': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Update a user
-     * @description Changes the present, non-null fields of the user `target_user.user_id`; absent or null fields are left unchanged. `username` is trimmed, lowercased and unique (`Username already in use`); names, organization and phone are cut to 64 characters. A `password` must follow the password rules; setting one unlocks the user (even with `locked: true` in the same request).
-     *
-     *     Permission: **Users Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `user_id` is required; absent or null fields are left unchanged */
-            target_user?: {
-              /** @description The user (32 hex characters; dashed UUIDs accepted) */
-              user_id?: string | null;
-              /** @description Trimmed and lowercased; unique */
-              username?: string | null;
-              /** @description Checked against the password rules; setting it unlocks the user */
-              password?: string | null;
-              /** @description Cut to 64 characters */
-              first_name?: string | null;
-              /** @description Cut to 64 characters */
-              last_name?: string | null;
-              /** @description Free text, cut to 64 characters */
-              organization?: string | null;
-              /** @description Cut to 64 characters */
-              phone?: string | null;
-              /** @description Free text */
-              notes?: string | null;
-              /** @description A locked user cannot log in */
-              locked?: boolean | null;
-              /** @description A disabled user cannot log in */
-              disabled?: boolean | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The updated user */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A user (Kasm shape) */
-              user: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            status: string;
+                        };
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
             };
-          };
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/delete_user': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Delete a user
-     * @description Deletes the user `target_user.user_id` and their memberships. `force` must be a boolean when given (default false); it exists for Kasm compatibility, where it allows deleting a user with running sessions: sessions do not exist here, so it has no further effect. A malformed or unknown id: `Unknown user (<user_id>)`.
-     *
-     *     Permission: **Users Delete** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `user_id` is required */
-            target_user?: {
-              /** @description The user (32 hex characters; dashed UUIDs accepted) */
-              user_id?: string | null;
-            } | null;
-            /** @description Boolean, default false (no sessions exist here, so it has no further effect) */
-            force?: unknown;
-          };
+    "/api/public/validate_credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description The user is deleted */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/update_user_password': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Set a user’s password
-     * @description Sets the password of the user `target_user.user_id` (required, with `target_user.password`, else `Invalid Request: Missing required parameters`). The password must follow the password rules; setting it unlocks the user. An extension the real client calls; not a Kasm endpoint.
-     *
-     *     Permission: **Users Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `user_id` and `password` are required */
-            target_user?: {
-              /** @description The user (32 hex characters; dashed UUIDs accepted) */
-              user_id?: string | null;
-              /** @description Required; checked against the password rules; setting it unlocks the user */
-              password?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The updated user */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A user (Kasm shape) */
-              user: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              };
+        /**
+         * Check an API key pair
+         * @description Answers `{}` for any valid, enabled, unexpired key. POST with the pair in the body or the headers; GET with the `api-key` and `api-key-secret` headers.
+         *
+         *     Permission: **any valid key**.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/update_user_name': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Set a user’s name
-     * @description Changes `first_name` and/or `last_name` (cut to 64 characters) of the user `target_user.user_id`; absent or null names are left unchanged, other fields are ignored. An extension the real client calls; not a Kasm endpoint.
-     *
-     *     Permission: **Users Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `user_id` is required; absent or null names are left unchanged */
-            target_user?: {
-              /** @description The user (32 hex characters; dashed UUIDs accepted) */
-              user_id?: string | null;
-              /** @description Cut to 64 characters */
-              first_name?: string | null;
-              /** @description Cut to 64 characters */
-              last_name?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The updated user */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A user (Kasm shape) */
-              user: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              };
+            requestBody?: never;
+            responses: {
+                /** @description The key is valid */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
             };
-          };
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_groups': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * List groups
-     * @description Every group, ordered by `priority` (ascending: the lower number wins when group settings layer), then `name`. The default group All Users has the fixed id `68d557ac4cac42cca9f31c7c853de0f3` and `is_system: true`.
-     *
-     *     Permission: **Groups View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description Ordered by priority (ascending), then name */
-              groups: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                group_id: string;
-                name: string;
-                description: string | null;
-                /** @description When group settings layer, the lower number wins */
-                priority: number;
-                /** @description true for the default group All Users, which cannot be deleted */
-                is_system: boolean;
-              }[];
+        put?: never;
+        /**
+         * Check an API key pair
+         * @description Answers `{}` for any valid, enabled, unexpired key. POST with the pair in the body or the headers; GET with the `api-key` and `api-key-secret` headers.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/create_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Create a group
-     * @description `target_group: {name*, priority*, description}`. The name is trimmed and unique as written (case-sensitive): `Group (<name>) already exists`, also when concurrent requests create the same name (exactly one succeeds). `priority` is an integer 1..4095; another number (a fraction too) answers `Invalid priority value (<p>)`, a string is a type error (400). A missing, null or blank `name`, or a missing or null `priority`, answers `Invalid Request: Missing required parameters`. Checked in that order: missing fields, priority, name.
-     *
-     *     Permission: **Groups Create** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `name` and `priority` are required */
-            target_group?: {
-              /** @description Trimmed; unique as written (case-sensitive); not empty */
-              name?: string | null;
-              /** @description An integer 1..4095; any other number answers `Invalid priority value (<p>)`, a string is a type error (400) */
-              priority?: number | null;
-              /** @description Free text, stored as given */
-              description?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A group (Kasm shape) */
-              group: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                group_id: string;
-                name: string;
-                description: string | null;
-                /** @description When group settings layer, the lower number wins */
-                priority: number;
-                /** @description true for the default group All Users, which cannot be deleted */
-                is_system: boolean;
-              };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/update_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Update a group
-     * @description `target_group: {group_id*, name, priority, description}`; absent or null fields stay unchanged. Checked in this order: `Invalid Request: Missing required parameters` (no `group_id`), `Invalid Group ID (<id as given>)` (malformed or unknown), a blank `name` (missing parameters), `Invalid priority value (<p>)`, `Group (<name>) already exists`. The system group may be renamed or re-prioritised (its id stays fixed).
-     *
-     *     Permission: **Groups Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `group_id` is required; absent or null fields stay unchanged */
-            target_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-              /** @description Trimmed; unique as written (case-sensitive); not empty */
-              name?: string | null;
-              /** @description An integer 1..4095; any other number answers `Invalid priority value (<p>)`, a string is a type error (400) */
-              priority?: number | null;
-              /** @description Free text, stored as given */
-              description?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A group (Kasm shape) */
-              group: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                group_id: string;
-                name: string;
-                description: string | null;
-                /** @description When group settings layer, the lower number wins */
-                priority: number;
-                /** @description true for the default group All Users, which cannot be deleted */
-                is_system: boolean;
-              };
+            responses: {
+                /** @description The key is valid */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
             };
-          };
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/delete_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Delete a group
-     * @description `target_group: {group_id*}`. Removes the group with its memberships and its allowed workspaces. `Invalid Group ID (<id as given>)` for a malformed or unknown id; `Cannot delete a system group` for All Users.
-     *
-     *     Permission: **Groups Delete** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description The group: `{group_id}` */
-            target_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-            } | null;
-          };
+    "/api/public/get_users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description Done */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/add_user_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Add a user to a group
-     * @description `target_user: {user_id*}`, `target_group: {group_id*}`. Errors: `Invalid User ID (<id>)`, `Invalid Group ID (<id>)`, `User (<uid>) is already a member of group (<gid>)` (ids in 32-hex form; also for all but one of concurrent identical requests). A malformed id is answered like an unknown one, with the id as given; the user is checked before the group.
-     *
-     *     Permission: **Groups Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description The user: `{user_id}` */
-            target_user?: {
-              /** @description UUID, 32 hex characters or dashed */
-              user_id?: string | null;
-            } | null;
-            /** @description The group: `{group_id}` */
-            target_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Done */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/remove_user_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Remove a user from a group
-     * @description `target_user: {user_id*}`, `target_group: {group_id*}`. Errors: `Invalid User ID (<id>)`, `Invalid Group ID (<id>)`, `User (<uid>) is not a member of group (<gid>)` (ids in 32-hex form). Removing a user from All Users is allowed. A malformed id is answered like an unknown one, with the id as given; the user is checked before the group.
-     *
-     *     Permission: **Groups Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description The user: `{user_id}` */
-            target_user?: {
-              /** @description UUID, 32 hex characters or dashed */
-              user_id?: string | null;
-            } | null;
-            /** @description The group: `{group_id}` */
-            target_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Done */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/change_user_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Move a user from one group to another
-     * @description Extension. `target_user: {user_id*}`, `old_group` and `new_group` each `{group_id}` or `{name}` (exact name; the id wins when both are given). Removes the old membership and adds the new one in one transaction, and answers the user. Checked in this order: `Invalid User ID (<id>)`, `Invalid Group ID (<as given>)` for the old group then the new one, `User (<uid>) is not a member of group (<old gid>)`, `User (<uid>) is already a member of group (<new gid>)` (also when old and new are the same group). A failed move changes nothing; of concurrent identical moves exactly one succeeds.
-     *
-     *     Permission: **Groups Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description The user: `{user_id}` */
-            target_user?: {
-              /** @description UUID, 32 hex characters or dashed */
-              user_id?: string | null;
-            } | null;
-            /** @description A group by `group_id` or by `name` (the id wins when both are given) */
-            old_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-              /** @description Exact (case-sensitive) name; trimmed */
-              name?: string | null;
-            } | null;
-            /** @description A group by `group_id` or by `name` (the id wins when both are given) */
-            new_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-              /** @description Exact (case-sensitive) name; trimmed */
-              name?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description A user (Kasm shape) */
-              user: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              };
+        get?: never;
+        put?: never;
+        /**
+         * List users
+         * @description Users ordered by creation (oldest first, then by id), with `total`, the number of all users. Without `page` every user is returned (clients look users up on their side); with `page` (1-based) one page of `page_size` users (1..1000, default 100). A page past the end is empty.
+         *
+         *     Permission: **Users View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_users_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * List a group's users
-     * @description `target_group: {group_id*}`, optional `page` (1-based) and `page_size` (1..1000, 100 when `page` is given without it). Answers `{users, total}` ordered by `created`, then `user_id`; `total` counts every member. Without `page`, every member. Errors: `Invalid Group ID (<id as given>)`, then `Invalid Request: page and page_size must be positive` (out of range; a `page_size` out of range is refused even without `page`).
-     *
-     *     Permission: **Groups View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description The group: `{group_id}` */
-            target_group?: {
-              /** @description UUID, 32 hex characters or dashed */
-              group_id?: string | null;
-            } | null;
-            /** @description 1-based; without it every item is returned */
-            page?: number | null;
-            /** @description Items per page, 1..1000 (100 when `page` is given without it); only used with `page` */
-            page_size?: number | null;
-          };
-        };
-      };
-      responses: {
-        /** @description Default Response */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              users: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                user_id: string;
-                username: string;
-                first_name: string | null;
-                last_name: string | null;
-                locked: boolean;
-                disabled: boolean;
-                organization: string | null;
-                phone: string | null;
-                notes: string | null;
-                /** @example local */
-                realm: string;
-                /**
-                 * @description null when the user never had a session
-                 * @example 2026-11-22 09:15:00.123000
-                 */
-                last_session: string | null;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-                groups: {
-                  name: string;
-                  /**
-                   * @description UUID as 32 lowercase hex characters
-                   * @example 68d557ac4cac42cca9f31c7c853de0f3
-                   */
-                  group_id: string;
-                }[];
-              }[];
-              total: number;
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description 1-based; without it every item is returned */
+                        page?: number | null;
+                        /** @description Items per page, 1..1000 (100 when `page` is given without it); only used with `page` */
+                        page_size?: number | null;
+                    };
+                };
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/install_workspace': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Install a workspace
-     * @description Installs the registry entry `workspace` (schema 1.0) as an image. Types are strict; every failure answers `Invalid workspace: <field> ...` naming the fields (e.g. `Invalid workspace: compatibility must be a list of versions like 1.13.x`); unknown fields are ignored and not stored; `null` counts as absent. No `workspace`: `Invalid Request: Missing required parameters`. The same `name` cannot be installed twice (`Image (<name>) already exists`, also when two installs race). Answers the image: the entry plus `image_id`, `enabled` and `created`; `memory` stays in MB. A documented extension.
-     *
-     *     Permission: **Images Create** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /**
-             * @description A workspace registry entry (schema 1.0). Required: `friendly_name`, `name` (`<repository>:<tag>`), `description`, `image_src`, `architecture` (non-empty subset of amd64, arm64), `compatibility` (non-empty list of `MAJOR.MINOR.x`), `uncompressed_size_mb` (integer >= 0). Optional: `categories`, `docker_registry` (URL), `run_config` (object), `exec_config` (object; `go`, `assign`, `first_launch` each `{cmd}`), `notes`, `cores` (number), `memory` (MB, integer), `gpu_count` (integer). Unknown fields are ignored.
-             * @example {
-             *       "friendly_name": "Chrome",
-             *       "name": "kasmweb/chrome:1.16.0",
-             *       "description": "Chrome is a cross-platform web browser developed by Google.",
-             *       "image_src": "chrome.png",
-             *       "architecture": [
-             *         "amd64",
-             *         "arm64"
-             *       ],
-             *       "compatibility": [
-             *         "1.15.x",
-             *         "1.16.x"
-             *       ],
-             *       "uncompressed_size_mb": 2390,
-             *       "categories": [
-             *         "Browser"
-             *       ],
-             *       "docker_registry": "https://index.docker.io/v1/",
-             *       "run_config": {
-             *         "hostname": "kasm"
-             *       },
-             *       "exec_config": {
-             *         "go": {
-             *           "cmd": "bash -c '/dockerstartup/custom_startup.sh --go --url \"$KASM_URL\"'"
-             *         }
-             *       },
-             *       "cores": 2,
-             *       "memory": 2768
-             *     }
-             */
-            workspace?: unknown;
-          };
-        };
-      };
-      responses: {
-        /** @description The installed image */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description An installed workspace (image); optional entry fields that were absent are null */
-              image: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                image_id: string;
-                /**
-                 * Format: image-reference
-                 * @description Image reference `<repository>:<tag>`; unique
-                 * @example kasmweb/chrome:1.16.0
-                 */
-                name: string;
-                /** @example Chrome */
-                friendly_name: string;
-                description: string;
-                /**
-                 * @description Icon file name
-                 * @example chrome.png
-                 */
-                image_src: string;
-                architecture: ('amd64' | 'arm64')[];
-                /**
-                 * @example [
-                 *       "1.15.x",
-                 *       "1.16.x"
-                 *     ]
-                 */
-                compatibility: string[];
-                uncompressed_size_mb: number;
-                /** @description Empty when the entry has none */
-                categories: string[];
-                /**
-                 * Format: http-url
-                 * @example https://index.docker.io/v1/
-                 */
-                docker_registry: string | null;
-                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                run_config: {
-                  [key: string]: unknown;
-                } | null;
-                /** @description Commands run on session events; other members are kept as given */
-                exec_config:
-                  | ({
-                      /** @description A command run in the session container */
-                      go?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      assign?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      first_launch?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                    } & {
-                      [key: string]: unknown;
-                    })
-                  | null;
-                notes: string | null;
-                cores: number | null;
-                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                memory: number | null;
-                gpu_count: number | null;
-                /** @description Always true for an installed workspace */
-                enabled: boolean;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-              };
+            responses: {
+                /** @description Users and their total */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            users: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            }[];
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
             };
-          };
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_images': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * List images
-     * @description Every installed image, in installation order.
-     *
-     *     Permission: **Images View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-          };
+    "/api/public/get_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-      };
-      responses: {
-        /** @description Every image */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              images: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                image_id: string;
-                /**
-                 * Format: image-reference
-                 * @description Image reference `<repository>:<tag>`; unique
-                 * @example kasmweb/chrome:1.16.0
-                 */
-                name: string;
-                /** @example Chrome */
-                friendly_name: string;
-                description: string;
-                /**
-                 * @description Icon file name
-                 * @example chrome.png
-                 */
-                image_src: string;
-                architecture: ('amd64' | 'arm64')[];
-                /**
-                 * @example [
-                 *       "1.15.x",
-                 *       "1.16.x"
-                 *     ]
-                 */
-                compatibility: string[];
-                uncompressed_size_mb: number;
-                /** @description Empty when the entry has none */
-                categories: string[];
-                /**
-                 * Format: http-url
-                 * @example https://index.docker.io/v1/
-                 */
-                docker_registry: string | null;
-                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                run_config: {
-                  [key: string]: unknown;
-                } | null;
-                /** @description Commands run on session events; other members are kept as given */
-                exec_config:
-                  | ({
-                      /** @description A command run in the session container */
-                      go?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      assign?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      first_launch?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                    } & {
-                      [key: string]: unknown;
-                    })
-                  | null;
-                notes: string | null;
-                cores: number | null;
-                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                memory: number | null;
-                gpu_count: number | null;
-                /** @description Always true for an installed workspace */
-                enabled: boolean;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-              }[];
+        get?: never;
+        put?: never;
+        /**
+         * Get a user
+         * @description The user named by `target_user.user_id`, or else by `target_user.username` (matched trimmed and case-insensitively). No target: `Invalid Request`; a malformed or unknown id or an unknown name: `Unknown User`.
+         *
+         *     Permission: **Users View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/delete_image': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Delete an image
-     * @description Deletes the image `target_image.image_id` and removes it from every group’s allow-list; its name can then be installed again. No id: `Invalid Request: Missing required parameters`; a malformed or unknown id: `Invalid Image ID (<id>)`.
-     *
-     *     Permission: **Images Delete** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `image_id` is required */
-            target_image?: {
-              /** @description The image (32 hex characters; dashed UUIDs accepted) */
-              image_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The image is deleted */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/add_images_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Allow a group to use an image
-     * @description Adds the image `target_image.image_id` to the allow-list of the group `target_group.group_id`. Adding a pair that is already allowed changes nothing and answers `{}` too. A missing id: `Invalid request, missing group or image id`; a malformed or unknown group or image: `Group or image does not exist`.
-     *
-     *     Permission: **Groups Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `group_id` is required */
-            target_group?: {
-              /** @description The group (32 hex characters; dashed UUIDs accepted) */
-              group_id?: string | null;
-            } | null;
-            /** @description `image_id` is required */
-            target_image?: {
-              /** @description The image (32 hex characters; dashed UUIDs accepted) */
-              image_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The group may use the image */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/remove_images_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * Stop a group from using an image
-     * @description Removes the image `target_image.image_id` from the allow-list of the group `target_group.group_id`. Removing a pair that is not allowed (group and image both existing) changes nothing and answers `{}` too. A missing id: `Invalid request, missing group or image id`; a malformed or unknown group or image: `Group or image does not exist`.
-     *
-     *     Permission: **Groups Modify** (not with a read-only key).
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `group_id` is required */
-            target_group?: {
-              /** @description The group (32 hex characters; dashed UUIDs accepted) */
-              group_id?: string | null;
-            } | null;
-            /** @description `image_id` is required */
-            target_image?: {
-              /** @description The image (32 hex characters; dashed UUIDs accepted) */
-              image_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The group may no longer use the image */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': Record<string, never>;
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_images_group': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * List a group’s images
-     * @description The images the group `target_group.group_id` may use, in installation order. No id: `Invalid Request: Missing required parameters`; a malformed or unknown id: `Invalid Group ID (<id>)`.
-     *
-     *     Permission: **Groups View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `group_id` is required */
-            target_group?: {
-              /** @description The group (32 hex characters; dashed UUIDs accepted) */
-              group_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The group’s allowed images */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              images: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                image_id: string;
-                /**
-                 * Format: image-reference
-                 * @description Image reference `<repository>:<tag>`; unique
-                 * @example kasmweb/chrome:1.16.0
-                 */
-                name: string;
-                /** @example Chrome */
-                friendly_name: string;
-                description: string;
-                /**
-                 * @description Icon file name
-                 * @example chrome.png
-                 */
-                image_src: string;
-                architecture: ('amd64' | 'arm64')[];
-                /**
-                 * @example [
-                 *       "1.15.x",
-                 *       "1.16.x"
-                 *     ]
-                 */
-                compatibility: string[];
-                uncompressed_size_mb: number;
-                /** @description Empty when the entry has none */
-                categories: string[];
-                /**
-                 * Format: http-url
-                 * @example https://index.docker.io/v1/
-                 */
-                docker_registry: string | null;
-                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                run_config: {
-                  [key: string]: unknown;
-                } | null;
-                /** @description Commands run on session events; other members are kept as given */
-                exec_config:
-                  | ({
-                      /** @description A command run in the session container */
-                      go?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      assign?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      first_launch?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                    } & {
-                      [key: string]: unknown;
-                    })
-                  | null;
-                notes: string | null;
-                cores: number | null;
-                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                memory: number | null;
-                gpu_count: number | null;
-                /** @description Always true for an installed workspace */
-                enabled: boolean;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-              }[];
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `{user_id}` or `{username}` */
+                        target_user?: {
+                            /** @description The user by id (wins over `username`) */
+                            user_id?: string | null;
+                            /** @description The user by name (trimmed, case-insensitive) */
+                            username?: string | null;
+                        } | null;
+                    };
+                };
             };
-          };
-        };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
-    };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/public/get_user_images': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /**
-     * List the images a user may use
-     * @description The union of the allow-lists of the groups of the user `target_user.user_id`, each image once, in installation order. No id: `Invalid Request: Missing required parameters`; a malformed or unknown id: `Unknown User`. A documented extension.
-     *
-     *     Permission: **Users View**.
-     */
-    post: {
-      parameters: {
-        query?: never;
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody: {
-        content: {
-          'application/json': {
-            /** @description API key (or header `api-key`) */
-            api_key?: string;
-            /** @description API key secret (or header `api-key-secret`) */
-            api_key_secret?: string;
-            /** @description `user_id` is required */
-            target_user?: {
-              /** @description The user (32 hex characters; dashed UUIDs accepted) */
-              user_id?: string | null;
-            } | null;
-          };
-        };
-      };
-      responses: {
-        /** @description The user’s images */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              images: {
-                /**
-                 * @description UUID as 32 lowercase hex characters
-                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                 */
-                image_id: string;
-                /**
-                 * Format: image-reference
-                 * @description Image reference `<repository>:<tag>`; unique
-                 * @example kasmweb/chrome:1.16.0
-                 */
-                name: string;
-                /** @example Chrome */
-                friendly_name: string;
-                description: string;
-                /**
-                 * @description Icon file name
-                 * @example chrome.png
-                 */
-                image_src: string;
-                architecture: ('amd64' | 'arm64')[];
-                /**
-                 * @example [
-                 *       "1.15.x",
-                 *       "1.16.x"
-                 *     ]
-                 */
-                compatibility: string[];
-                uncompressed_size_mb: number;
-                /** @description Empty when the entry has none */
-                categories: string[];
-                /**
-                 * Format: http-url
-                 * @example https://index.docker.io/v1/
-                 */
-                docker_registry: string | null;
-                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                run_config: {
-                  [key: string]: unknown;
-                } | null;
-                /** @description Commands run on session events; other members are kept as given */
-                exec_config:
-                  | ({
-                      /** @description A command run in the session container */
-                      go?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      assign?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                      /** @description A command run in the session container */
-                      first_launch?:
-                        | ({
-                            cmd: string;
-                          } & {
-                            [key: string]: unknown;
-                          })
-                        | null;
-                    } & {
-                      [key: string]: unknown;
-                    })
-                  | null;
-                notes: string | null;
-                cores: number | null;
-                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                memory: number | null;
-                gpu_count: number | null;
-                /** @description Always true for an installed workspace */
-                enabled: boolean;
-                /** @example 2026-11-22 09:15:00.123000 */
-                created: string;
-              }[];
+            responses: {
+                /** @description The user */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A user (Kasm shape) */
+                            user: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
             };
-          };
         };
-        /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Missing or invalid credentials */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Not permitted */
-        403: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body too large */
-        413: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Request body is not JSON */
-        415: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Unexpected error (details are only logged) */
-        500: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-        /** @description Database unavailable; the service recovers by itself */
-        503: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': components['schemas']['KasmError'];
-          };
-        };
-      };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
+    "/api/public/create_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a user
+         * @description Creates a local user who joins "All Users" (in the same transaction). `username` is required, trimmed and lowercased, and unique (`Error creating user (<username>): (User already exists)`). `first_name`, `last_name`, `organization` and `phone` are cut to 64 characters. The password is stored as an argon2id hash (none when absent or empty); the password rules apply only when `ENFORCE_PASSWORD_RULES_ON_CREATE` is on. `locked: true` is kept.
+         *
+         *     Permission: **Users Create** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The new user; `username` is required */
+                        target_user?: {
+                            /** @description Required; trimmed and lowercased; unique */
+                            username?: string | null;
+                            /** @description Hashed with argon2id; never returned */
+                            password?: string | null;
+                            /** @description Cut to 64 characters */
+                            first_name?: string | null;
+                            /** @description Cut to 64 characters */
+                            last_name?: string | null;
+                            /** @description Free text, cut to 64 characters */
+                            organization?: string | null;
+                            /** @description Cut to 64 characters */
+                            phone?: string | null;
+                            /** @description Free text */
+                            notes?: string | null;
+                            /** @description A locked user cannot log in */
+                            locked?: boolean | null;
+                            /** @description A disabled user cannot log in */
+                            disabled?: boolean | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The created user */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A user (Kasm shape) */
+                            user: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update a user
+         * @description Changes the present, non-null fields of the user `target_user.user_id`; absent or null fields are left unchanged. `username` is trimmed, lowercased and unique (`Username already in use`); names, organization and phone are cut to 64 characters. A `password` must follow the password rules; setting one unlocks the user (even with `locked: true` in the same request).
+         *
+         *     Permission: **Users Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `user_id` is required; absent or null fields are left unchanged */
+                        target_user?: {
+                            /** @description The user (32 hex characters; dashed UUIDs accepted) */
+                            user_id?: string | null;
+                            /** @description Trimmed and lowercased; unique */
+                            username?: string | null;
+                            /** @description Checked against the password rules; setting it unlocks the user */
+                            password?: string | null;
+                            /** @description Cut to 64 characters */
+                            first_name?: string | null;
+                            /** @description Cut to 64 characters */
+                            last_name?: string | null;
+                            /** @description Free text, cut to 64 characters */
+                            organization?: string | null;
+                            /** @description Cut to 64 characters */
+                            phone?: string | null;
+                            /** @description Free text */
+                            notes?: string | null;
+                            /** @description A locked user cannot log in */
+                            locked?: boolean | null;
+                            /** @description A disabled user cannot log in */
+                            disabled?: boolean | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The updated user */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A user (Kasm shape) */
+                            user: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a user
+         * @description Deletes the user `target_user.user_id` and their memberships. `force` must be a boolean when given (default false); it exists for Kasm compatibility, where it allows deleting a user with running sessions: sessions do not exist here, so it has no further effect. A malformed or unknown id: `Unknown user (<user_id>)`.
+         *
+         *     Permission: **Users Delete** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `user_id` is required */
+                        target_user?: {
+                            /** @description The user (32 hex characters; dashed UUIDs accepted) */
+                            user_id?: string | null;
+                        } | null;
+                        /** @description Boolean, default false (no sessions exist here, so it has no further effect) */
+                        force?: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description The user is deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_user_password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a user’s password
+         * @description Sets the password of the user `target_user.user_id` (required, with `target_user.password`, else `Invalid Request: Missing required parameters`). The password must follow the password rules; setting it unlocks the user. An extension the real client calls; not a Kasm endpoint.
+         *
+         *     Permission: **Users Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `user_id` and `password` are required */
+                        target_user?: {
+                            /** @description The user (32 hex characters; dashed UUIDs accepted) */
+                            user_id?: string | null;
+                            /** @description Required; checked against the password rules; setting it unlocks the user */
+                            password?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The updated user */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A user (Kasm shape) */
+                            user: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_user_name": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a user’s name
+         * @description Changes `first_name` and/or `last_name` (cut to 64 characters) of the user `target_user.user_id`; absent or null names are left unchanged, other fields are ignored. An extension the real client calls; not a Kasm endpoint.
+         *
+         *     Permission: **Users Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `user_id` is required; absent or null names are left unchanged */
+                        target_user?: {
+                            /** @description The user (32 hex characters; dashed UUIDs accepted) */
+                            user_id?: string | null;
+                            /** @description Cut to 64 characters */
+                            first_name?: string | null;
+                            /** @description Cut to 64 characters */
+                            last_name?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The updated user */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A user (Kasm shape) */
+                            user: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List groups
+         * @description Every group, ordered by `priority` (ascending: the lower number wins when group settings layer), then `name`. The default group All Users has the fixed id `68d557ac4cac42cca9f31c7c853de0f3` and `is_system: true`.
+         *
+         *     Permission: **Groups View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Ordered by priority (ascending), then name */
+                            groups: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                group_id: string;
+                                name: string;
+                                description: string | null;
+                                /** @description When group settings layer, the lower number wins */
+                                priority: number;
+                                /** @description true for the default group All Users, which cannot be deleted */
+                                is_system: boolean;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/create_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a group
+         * @description `target_group: {name*, priority*, description}`. The name is trimmed and unique as written (case-sensitive): `Group (<name>) already exists`, also when concurrent requests create the same name (exactly one succeeds). `priority` is an integer 1..4095; another number (a fraction too) answers `Invalid priority value (<p>)`, a string is a type error (400). A missing, null or blank `name`, or a missing or null `priority`, answers `Invalid Request: Missing required parameters`. Checked in that order: missing fields, priority, name.
+         *
+         *     Permission: **Groups Create** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `name` and `priority` are required */
+                        target_group?: {
+                            /** @description Trimmed; unique as written (case-sensitive); not empty */
+                            name?: string | null;
+                            /** @description An integer 1..4095; any other number answers `Invalid priority value (<p>)`, a string is a type error (400) */
+                            priority?: number | null;
+                            /** @description Free text, stored as given */
+                            description?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A group (Kasm shape) */
+                            group: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                group_id: string;
+                                name: string;
+                                description: string | null;
+                                /** @description When group settings layer, the lower number wins */
+                                priority: number;
+                                /** @description true for the default group All Users, which cannot be deleted */
+                                is_system: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update a group
+         * @description `target_group: {group_id*, name, priority, description}`; absent or null fields stay unchanged. Checked in this order: `Invalid Request: Missing required parameters` (no `group_id`), `Invalid Group ID (<id as given>)` (malformed or unknown), a blank `name` (missing parameters), `Invalid priority value (<p>)`, `Group (<name>) already exists`. The system group may be renamed or re-prioritised (its id stays fixed).
+         *
+         *     Permission: **Groups Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `group_id` is required; absent or null fields stay unchanged */
+                        target_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                            /** @description Trimmed; unique as written (case-sensitive); not empty */
+                            name?: string | null;
+                            /** @description An integer 1..4095; any other number answers `Invalid priority value (<p>)`, a string is a type error (400) */
+                            priority?: number | null;
+                            /** @description Free text, stored as given */
+                            description?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A group (Kasm shape) */
+                            group: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                group_id: string;
+                                name: string;
+                                description: string | null;
+                                /** @description When group settings layer, the lower number wins */
+                                priority: number;
+                                /** @description true for the default group All Users, which cannot be deleted */
+                                is_system: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a group
+         * @description `target_group: {group_id*}`. Removes the group with its memberships and its allowed workspaces. `Invalid Group ID (<id as given>)` for a malformed or unknown id; `Cannot delete a system group` for All Users.
+         *
+         *     Permission: **Groups Delete** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The group: `{group_id}` */
+                        target_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/add_user_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a user to a group
+         * @description `target_user: {user_id*}`, `target_group: {group_id*}`. Errors: `Invalid User ID (<id>)`, `Invalid Group ID (<id>)`, `User (<uid>) is already a member of group (<gid>)` (ids in 32-hex form; also for all but one of concurrent identical requests). A malformed id is answered like an unknown one, with the id as given; the user is checked before the group.
+         *
+         *     Permission: **Groups Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The user: `{user_id}` */
+                        target_user?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            user_id?: string | null;
+                        } | null;
+                        /** @description The group: `{group_id}` */
+                        target_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/remove_user_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove a user from a group
+         * @description `target_user: {user_id*}`, `target_group: {group_id*}`. Errors: `Invalid User ID (<id>)`, `Invalid Group ID (<id>)`, `User (<uid>) is not a member of group (<gid>)` (ids in 32-hex form). Removing a user from All Users is allowed. A malformed id is answered like an unknown one, with the id as given; the user is checked before the group.
+         *
+         *     Permission: **Groups Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The user: `{user_id}` */
+                        target_user?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            user_id?: string | null;
+                        } | null;
+                        /** @description The group: `{group_id}` */
+                        target_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/change_user_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a user from one group to another
+         * @description Extension. `target_user: {user_id*}`, `old_group` and `new_group` each `{group_id}` or `{name}` (exact name; the id wins when both are given). Removes the old membership and adds the new one in one transaction, and answers the user. Checked in this order: `Invalid User ID (<id>)`, `Invalid Group ID (<as given>)` for the old group then the new one, `User (<uid>) is not a member of group (<old gid>)`, `User (<uid>) is already a member of group (<new gid>)` (also when old and new are the same group). A failed move changes nothing; of concurrent identical moves exactly one succeeds.
+         *
+         *     Permission: **Groups Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The user: `{user_id}` */
+                        target_user?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            user_id?: string | null;
+                        } | null;
+                        /** @description A group by `group_id` or by `name` (the id wins when both are given) */
+                        old_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                            /** @description Exact (case-sensitive) name; trimmed */
+                            name?: string | null;
+                        } | null;
+                        /** @description A group by `group_id` or by `name` (the id wins when both are given) */
+                        new_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                            /** @description Exact (case-sensitive) name; trimmed */
+                            name?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A user (Kasm shape) */
+                            user: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_users_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List a group's users
+         * @description `target_group: {group_id*}`, optional `page` (1-based) and `page_size` (1..1000, 100 when `page` is given without it). Answers `{users, total}` ordered by `created`, then `user_id`; `total` counts every member. Without `page`, every member. Errors: `Invalid Group ID (<id as given>)`, then `Invalid Request: page and page_size must be positive` (out of range; a `page_size` out of range is refused even without `page`).
+         *
+         *     Permission: **Groups View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The group: `{group_id}` */
+                        target_group?: {
+                            /** @description UUID, 32 hex characters or dashed */
+                            group_id?: string | null;
+                        } | null;
+                        /** @description 1-based; without it every item is returned */
+                        page?: number | null;
+                        /** @description Items per page, 1..1000 (100 when `page` is given without it); only used with `page` */
+                        page_size?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            users: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                username: string;
+                                first_name: string | null;
+                                last_name: string | null;
+                                locked: boolean;
+                                disabled: boolean;
+                                organization: string | null;
+                                phone: string | null;
+                                notes: string | null;
+                                /** @example local */
+                                realm: string;
+                                /**
+                                 * @description null when the user never had a session
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                last_session: string | null;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                                groups: {
+                                    name: string;
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    group_id: string;
+                                }[];
+                            }[];
+                            total: number;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/install_workspace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Install a workspace
+         * @description Installs the registry entry `workspace` (schema 1.0) as an image. Types are strict; every failure answers `Invalid workspace: <field> ...` naming the fields (e.g. `Invalid workspace: compatibility must be a list of versions like 1.13.x`); unknown fields are ignored and not stored; `null` counts as absent. No `workspace`: `Invalid Request: Missing required parameters`. The same `name` cannot be installed twice (`Image (<name>) already exists`, also when two installs race). Answers the image: the entry plus `image_id`, `enabled` and `created`; `memory` stays in MB. A documented extension.
+         *
+         *     Permission: **Images Create** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /**
+                         * @description A workspace registry entry (schema 1.0). Required: `friendly_name`, `name` (`<repository>:<tag>`), `description`, `image_src`, `architecture` (non-empty subset of amd64, arm64), `compatibility` (non-empty list of `MAJOR.MINOR.x`), `uncompressed_size_mb` (integer >= 0). Optional: `categories`, `docker_registry` (URL), `run_config` (object), `exec_config` (object; `go`, `assign`, `first_launch` each `{cmd}`), `notes`, `cores` (number), `memory` (MB, integer), `gpu_count` (integer). Unknown fields are ignored.
+                         * @example {
+                         *       "friendly_name": "Chrome",
+                         *       "name": "kasmweb/chrome:1.16.0",
+                         *       "description": "Chrome is a cross-platform web browser developed by Google.",
+                         *       "image_src": "chrome.png",
+                         *       "architecture": [
+                         *         "amd64",
+                         *         "arm64"
+                         *       ],
+                         *       "compatibility": [
+                         *         "1.15.x",
+                         *         "1.16.x"
+                         *       ],
+                         *       "uncompressed_size_mb": 2390,
+                         *       "categories": [
+                         *         "Browser"
+                         *       ],
+                         *       "docker_registry": "https://index.docker.io/v1/",
+                         *       "run_config": {
+                         *         "hostname": "kasm"
+                         *       },
+                         *       "exec_config": {
+                         *         "go": {
+                         *           "cmd": "bash -c '/dockerstartup/custom_startup.sh --go --url \"$KASM_URL\"'"
+                         *         }
+                         *       },
+                         *       "cores": 2,
+                         *       "memory": 2768
+                         *     }
+                         */
+                        workspace?: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description The installed image */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description An installed workspace (image); optional entry fields that were absent are null */
+                            image: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string;
+                                /**
+                                 * Format: image-reference
+                                 * @description Image reference `<repository>:<tag>`; unique
+                                 * @example kasmweb/chrome:1.16.0
+                                 */
+                                name: string;
+                                /** @example Chrome */
+                                friendly_name: string;
+                                description: string;
+                                /**
+                                 * @description Icon file name
+                                 * @example chrome.png
+                                 */
+                                image_src: string;
+                                architecture: ("amd64" | "arm64")[];
+                                /**
+                                 * @example [
+                                 *       "1.15.x",
+                                 *       "1.16.x"
+                                 *     ]
+                                 */
+                                compatibility: string[];
+                                uncompressed_size_mb: number;
+                                /** @description Empty when the entry has none */
+                                categories: string[];
+                                /**
+                                 * Format: http-url
+                                 * @example https://index.docker.io/v1/
+                                 */
+                                docker_registry: string | null;
+                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
+                                run_config: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Commands run on session events; other members are kept as given */
+                                exec_config: ({
+                                    /** @description A command run in the session container */
+                                    go?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    assign?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    first_launch?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                                notes: string | null;
+                                cores: number | null;
+                                /** @description MB (Kasm’s own `get_images` reports bytes) */
+                                memory: number | null;
+                                gpu_count: number | null;
+                                /** @description Always true for an installed workspace */
+                                enabled: boolean;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List images
+         * @description Every installed image, in installation order.
+         *
+         *     Permission: **Images View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Every image */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            images: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string;
+                                /**
+                                 * Format: image-reference
+                                 * @description Image reference `<repository>:<tag>`; unique
+                                 * @example kasmweb/chrome:1.16.0
+                                 */
+                                name: string;
+                                /** @example Chrome */
+                                friendly_name: string;
+                                description: string;
+                                /**
+                                 * @description Icon file name
+                                 * @example chrome.png
+                                 */
+                                image_src: string;
+                                architecture: ("amd64" | "arm64")[];
+                                /**
+                                 * @example [
+                                 *       "1.15.x",
+                                 *       "1.16.x"
+                                 *     ]
+                                 */
+                                compatibility: string[];
+                                uncompressed_size_mb: number;
+                                /** @description Empty when the entry has none */
+                                categories: string[];
+                                /**
+                                 * Format: http-url
+                                 * @example https://index.docker.io/v1/
+                                 */
+                                docker_registry: string | null;
+                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
+                                run_config: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Commands run on session events; other members are kept as given */
+                                exec_config: ({
+                                    /** @description A command run in the session container */
+                                    go?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    assign?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    first_launch?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                                notes: string | null;
+                                cores: number | null;
+                                /** @description MB (Kasm’s own `get_images` reports bytes) */
+                                memory: number | null;
+                                gpu_count: number | null;
+                                /** @description Always true for an installed workspace */
+                                enabled: boolean;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_image": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete an image
+         * @description Deletes the image `target_image.image_id` and removes it from every group’s allow-list; its name can then be installed again. No id: `Invalid Request: Missing required parameters`; a malformed or unknown id: `Invalid Image ID (<id>)`.
+         *
+         *     Permission: **Images Delete** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `image_id` is required */
+                        target_image?: {
+                            /** @description The image (32 hex characters; dashed UUIDs accepted) */
+                            image_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The image is deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/add_images_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Allow a group to use an image
+         * @description Adds the image `target_image.image_id` to the allow-list of the group `target_group.group_id`. Adding a pair that is already allowed changes nothing and answers `{}` too. A missing id: `Invalid request, missing group or image id`; a malformed or unknown group or image: `Group or image does not exist`.
+         *
+         *     Permission: **Groups Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `group_id` is required */
+                        target_group?: {
+                            /** @description The group (32 hex characters; dashed UUIDs accepted) */
+                            group_id?: string | null;
+                        } | null;
+                        /** @description `image_id` is required */
+                        target_image?: {
+                            /** @description The image (32 hex characters; dashed UUIDs accepted) */
+                            image_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The group may use the image */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/remove_images_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a group from using an image
+         * @description Removes the image `target_image.image_id` from the allow-list of the group `target_group.group_id`. Removing a pair that is not allowed (group and image both existing) changes nothing and answers `{}` too. A missing id: `Invalid request, missing group or image id`; a malformed or unknown group or image: `Group or image does not exist`.
+         *
+         *     Permission: **Groups Modify** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `group_id` is required */
+                        target_group?: {
+                            /** @description The group (32 hex characters; dashed UUIDs accepted) */
+                            group_id?: string | null;
+                        } | null;
+                        /** @description `image_id` is required */
+                        target_image?: {
+                            /** @description The image (32 hex characters; dashed UUIDs accepted) */
+                            image_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The group may no longer use the image */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_images_group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List a group’s images
+         * @description The images the group `target_group.group_id` may use, in installation order. No id: `Invalid Request: Missing required parameters`; a malformed or unknown id: `Invalid Group ID (<id>)`.
+         *
+         *     Permission: **Groups View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `group_id` is required */
+                        target_group?: {
+                            /** @description The group (32 hex characters; dashed UUIDs accepted) */
+                            group_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The group’s allowed images */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            images: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string;
+                                /**
+                                 * Format: image-reference
+                                 * @description Image reference `<repository>:<tag>`; unique
+                                 * @example kasmweb/chrome:1.16.0
+                                 */
+                                name: string;
+                                /** @example Chrome */
+                                friendly_name: string;
+                                description: string;
+                                /**
+                                 * @description Icon file name
+                                 * @example chrome.png
+                                 */
+                                image_src: string;
+                                architecture: ("amd64" | "arm64")[];
+                                /**
+                                 * @example [
+                                 *       "1.15.x",
+                                 *       "1.16.x"
+                                 *     ]
+                                 */
+                                compatibility: string[];
+                                uncompressed_size_mb: number;
+                                /** @description Empty when the entry has none */
+                                categories: string[];
+                                /**
+                                 * Format: http-url
+                                 * @example https://index.docker.io/v1/
+                                 */
+                                docker_registry: string | null;
+                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
+                                run_config: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Commands run on session events; other members are kept as given */
+                                exec_config: ({
+                                    /** @description A command run in the session container */
+                                    go?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    assign?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    first_launch?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                                notes: string | null;
+                                cores: number | null;
+                                /** @description MB (Kasm’s own `get_images` reports bytes) */
+                                memory: number | null;
+                                gpu_count: number | null;
+                                /** @description Always true for an installed workspace */
+                                enabled: boolean;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_user_images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the images a user may use
+         * @description The union of the allow-lists of the groups of the user `target_user.user_id`, each image once, in installation order. No id: `Invalid Request: Missing required parameters`; a malformed or unknown id: `Unknown User`. A documented extension.
+         *
+         *     Permission: **Users View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description `user_id` is required */
+                        target_user?: {
+                            /** @description The user (32 hex characters; dashed UUIDs accepted) */
+                            user_id?: string | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The user’s images */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            images: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string;
+                                /**
+                                 * Format: image-reference
+                                 * @description Image reference `<repository>:<tag>`; unique
+                                 * @example kasmweb/chrome:1.16.0
+                                 */
+                                name: string;
+                                /** @example Chrome */
+                                friendly_name: string;
+                                description: string;
+                                /**
+                                 * @description Icon file name
+                                 * @example chrome.png
+                                 */
+                                image_src: string;
+                                architecture: ("amd64" | "arm64")[];
+                                /**
+                                 * @example [
+                                 *       "1.15.x",
+                                 *       "1.16.x"
+                                 *     ]
+                                 */
+                                compatibility: string[];
+                                uncompressed_size_mb: number;
+                                /** @description Empty when the entry has none */
+                                categories: string[];
+                                /**
+                                 * Format: http-url
+                                 * @example https://index.docker.io/v1/
+                                 */
+                                docker_registry: string | null;
+                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
+                                run_config: {
+                                    [key: string]: unknown;
+                                } | null;
+                                /** @description Commands run on session events; other members are kept as given */
+                                exec_config: ({
+                                    /** @description A command run in the session container */
+                                    go?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    assign?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                    /** @description A command run in the session container */
+                                    first_launch?: ({
+                                        cmd: string;
+                                    } & {
+                                        [key: string]: unknown;
+                                    }) | null;
+                                } & {
+                                    [key: string]: unknown;
+                                }) | null;
+                                notes: string | null;
+                                cores: number | null;
+                                /** @description MB (Kasm’s own `get_images` reports bytes) */
+                                memory: number | null;
+                                gpu_count: number | null;
+                                /** @description Always true for an installed workspace */
+                                enabled: boolean;
+                                /** @example 2026-11-22 09:15:00.123000 */
+                                created: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
-  schemas: {
-    /** @description Kasm-compatible error body */
-    KasmError: {
-      /** @example Access Denied */
-      error_message: string;
+    schemas: {
+        /** @description Kasm-compatible error body */
+        KasmError: {
+            /** @example Access Denied */
+            error_message: string;
+        };
     };
-  };
-  responses: never;
-  parameters: never;
-  requestBodies: never;
-  headers: never;
-  pathItems: never;
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
 }
 export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
