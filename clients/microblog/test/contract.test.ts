@@ -32,6 +32,16 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+/** How many times the stream `operation` has opened (answered 200) so far. */
+const opens = (operation: string) =>
+  calls.calls.filter((c) => c.operation === operation && c.status === 200).length;
+/** Waits until the stream has opened once more than `before` times: it then receives every later event. */
+async function opened(operation: string, before: number): Promise<void> {
+  for (let i = 0; i < 1000 && opens(operation) <= before; i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(opens(operation)).toBeGreaterThan(before);
+}
+
 const newPost = async (content: string, quest_topic: Post['quest_topic'] = 'online_safety') => {
   const { data, error } = await client.POST('/api/microblog', {
     body: { content, quest_topic, student_name: 'Ada' },
@@ -133,6 +143,7 @@ describe('the live stream', () => {
   test('events in order; after the server drops the connection, resumed from the last id', async () => {
     const controller = new AbortController();
     const reconnections: number[] = [];
+    const before = opens('GET /api/microblog/events');
     const events = client.events({
       topic: 'privacy_security',
       signal: controller.signal,
@@ -140,12 +151,12 @@ describe('the live stream', () => {
     });
     // The stream opens on the first next(): ask for it, then write.
     const first = next(events, 2);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await opened('GET /api/microblog/events', before);
     const post = await newPost('Lock your phone', 'privacy_security');
     await client.POST('/api/microblog/reaction', { body: { post_id: post.id } });
-    const before = await first;
-    expect(before.map((e) => e.event)).toEqual(['post', 'reaction']);
-    const firstEvent = before[0];
+    const received = await first;
+    expect(received.map((e) => e.event)).toEqual(['post', 'reaction']);
+    const firstEvent = received[0];
     if (firstEvent.event === 'post') expect(firstEvent.data.id).toBe(post.id);
 
     // The server drops every connection (the stream's too); what happens meanwhile is replayed.
@@ -157,7 +168,7 @@ describe('the live stream', () => {
     const after = await next(events, 2);
     expect(after.map((e) => e.event)).toEqual(['reply', 'reaction']);
     expect(reconnections).toEqual([1]);
-    const ids = [...before, ...after].map((e) => e.id!);
+    const ids = [...received, ...after].map((e) => e.id!);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(new Set(ids).size).toBe(4);
     controller.abort();

@@ -55,6 +55,16 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+/** How many times the stream `operation` has opened (answered 200) so far. */
+const opens = (operation: string) =>
+  calls.calls.filter((c) => c.operation === operation && c.status === 200).length;
+/** Waits until the stream has opened once more than `before` times: it then receives every later event. */
+async function opened(operation: string, before: number): Promise<void> {
+  for (let i = 0; i < 1000 && opens(operation) <= before; i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(opens(operation)).toBeGreaterThan(before);
+}
+
 const minutes = (n: number) => n * 60_000;
 
 async function take<E>(events: AsyncGenerator<E, void>, n: number): Promise<E[]> {
@@ -66,7 +76,7 @@ async function take<E>(events: AsyncGenerator<E, void>, n: number): Promise<E[]>
   }
   return out;
 }
-const settle = (ms = 300) => new Promise((resolve) => setTimeout(resolve, ms));
+const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('operations for operators and the docs', () => {
   test('health, readiness, metrics, the redirect to the docs, the document', async () => {
@@ -264,15 +274,16 @@ describe('the live streams', () => {
   test('posts: in order, resumed from the last id after the server drops the connection', async () => {
     const reader = await signedUp();
     const writer = await signedUp();
+    const count = opens('GET /api/events/posts');
     const events = reader.client.postsEvents();
-    const opened = take(events, 2);
-    await settle();
+    const first = take(events, 2);
+    await opened('GET /api/events/posts', count);
     const post = await writer.client.POST('/api/posts', { body: { text: 'one' } });
     await writer.client.PUT('/api/posts/{id}', {
       params: { path: { id: String(post.data!.id) } },
       body: { text: 'one, edited' },
     });
-    const before: PostsEvent[] = await opened;
+    const before: PostsEvent[] = await first;
     expect(before.map((e) => e.event)).toEqual(['post', 'post_updated']);
 
     server.app.server.closeAllConnections();
@@ -288,12 +299,13 @@ describe('the live streams', () => {
   test('feed: feed_changed on follow; token_expired is yielded, then the stream ends', async () => {
     const reader = await signedUp();
     const author = await signedUp();
+    const count = opens('GET /api/events/feed');
     const events = reader.client.feedEvents();
-    const opened = take(events, 2);
-    await settle();
+    const first = take(events, 2);
+    await opened('GET /api/events/feed', count);
     await reader.client.POST('/api/me/following/{id}', { params: { path: { id: String(author.id) } } });
     await author.client.POST('/api/posts', { body: { text: 'for my followers' } });
-    const seen: FeedEvent[] = await opened;
+    const seen: FeedEvent[] = await first;
     expect(seen.map((e) => e.event)).toEqual(['feed_changed', 'post']);
 
     server.clock.advance(minutes(16));
