@@ -38,12 +38,12 @@ runCli({
     },
     'repair-positions': {
       usage:
-        '  repair-positions              rebuild what pages find positions with (post and user buckets, follow names)',
+        '  repair-positions              rebuild what pages find positions with (post and user buckets, feed weeks, follow names)',
       run: (_args, { withDatabase, out }) =>
         withDatabase(async (database) => {
           const repaired = await repairPositions(database.db);
           out(
-            `Positions repaired: ${count(repaired.wrong, 'wrong bucket')} found, ${repaired.buckets} now; ${count(repaired.follows, 'follow')} renamed.`,
+            `Positions repaired: ${count(repaired.wrong, 'wrong bucket')} found, ${repaired.buckets} now; ${count(repaired.feedWeeks, 'wrong feed week')}; ${count(repaired.follows, 'follow')} renamed.`,
           );
           return 0;
         }),

@@ -1,14 +1,34 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { SocialDatabase } from './schema';
 
 export interface PositionRepair {
   /** Buckets whose count was wrong (or missing), plus post scopes whose buckets did not cover all their posts. */
   wrong: number;
+  /** Weeks of feeds whose count was wrong, missing or stray (against the authors' weeks once right). */
+  feedWeeks: number;
   /** Buckets there are after the repair. */
   buckets: number;
   /** Follow rows whose copy of a user's name was stale. */
   follows: number;
 }
+
+/** Each author's posts per week, as post_weeks counts them (migration 2026-11-28T1400_post_positions). */
+const weeksOfPosts = sql`
+  select user_id, date_bin('7 days', timestamp, '2000-01-03 00:00:00+00') as week, count(*) as n from posts group by 1, 2`;
+
+/**
+ * Each feed's posts per week as feed_weeks counts them (migration 2026-11-28T1700_feed_weeks): the
+ * weeks of its authors (the owner, and everyone they follow but themself) summed.
+ */
+const feedWeeksOfPostWeeks = sql`
+  select a.owner as user_id, pw.week, sum(pw.n)::int as n
+  from (
+    select id as owner, id as author from users
+    union all
+    select follower_id, followed_id from followers where follower_id <> followed_id
+  ) a
+  join post_weeks pw on pw.user_id = a.author
+  group by 1, 2`;
 
 /**
  * How far the buckets are from the rows they count. Posts (migration 2026-11-28T1400): each bucket's
@@ -17,10 +37,6 @@ export interface PositionRepair {
  * scope; each author's weeks against a count of their posts per week. Users (2026-11-28T1500): each
  * range of ids against a count of its users.
  */
-/** Each author's posts per week, as post_weeks counts them (migration 2026-11-28T1400_post_positions). */
-const weeksOfPosts = sql`
-  select user_id, date_bin('7 days', timestamp, '2000-01-03 00:00:00+00') as week, count(*) as n from posts group by 1, 2`;
-
 async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
   const { rows } = await sql<{ wrong: string }>`
     with b as (
@@ -61,6 +77,33 @@ async function wrongBuckets(db: Kysely<SocialDatabase>): Promise<number> {
 }
 
 /**
+ * Makes a table of counts per (user_id, week) equal `actual` (rows of the same shape) by writing only
+ * the rows that differ: those missing or wrong upserted in key order, the stray ones deleted. Returns
+ * how many rows differed.
+ */
+async function setTo(
+  tx: Transaction<SocialDatabase>,
+  table: 'post_weeks' | 'feed_weeks',
+  actual: RawBuilder<unknown>,
+): Promise<number> {
+  const t = sql.table(table);
+  await sql`create temporary table actual_weeks on commit drop as ${actual}`.execute(tx);
+  const upserted = await sql`
+    insert into ${t} (user_id, week, n)
+    select a.user_id, a.week, a.n from actual_weeks a
+    where a.n is distinct from (select w.n from ${t} w where (w.user_id, w.week) = (a.user_id, a.week))
+    order by 1, 2
+    on conflict (user_id, week) do update set n = excluded.n`.execute(tx);
+  const deleted = await sql`
+    delete from ${t} w
+    where not exists (select 1 from actual_weeks a where (a.user_id, a.week) = (w.user_id, w.week))`.execute(
+    tx,
+  );
+  await sql`drop table actual_weeks`.execute(tx);
+  return Number(upserted.numAffectedRows ?? 0) + Number(deleted.numAffectedRows ?? 0);
+}
+
+/**
  * The repair of the buckets, like `repairCounters`: every post scope cut again from its posts and the
  * users counted again per range of ids, in one transaction that writers wait for (readers do not),
  * after counting what was wrong.
@@ -75,8 +118,10 @@ export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRep
       select cut_post_buckets(s.scope, '-infinity', 0, 'infinity', 0, coalesce(t.post_bucket_rows, 2000))
       from (select 0 as scope union all select distinct user_id from posts) s
       left join totals t on true`.execute(tx);
-    await sql`delete from post_weeks`.execute(tx);
-    await sql`insert into post_weeks (user_id, week, n) ${weeksOfPosts}`.execute(tx);
+    // Only the authors' weeks that are wrong are written, so the feeds' triggers carry just those
+    // corrections into the feeds; then the feeds' own weeks are checked against them.
+    await setTo(tx, 'post_weeks', weeksOfPosts);
+    const feedWeeks = await setTo(tx, 'feed_weeks', feedWeeksOfPostWeeks);
     await sql`delete from user_buckets`.execute(tx);
     await sql`insert into user_buckets (lo, n) select (id >> 10) << 10, count(*) from users group by 1`.execute(
       tx,
@@ -89,6 +134,11 @@ export function repairPositions(db: Kysely<SocialDatabase>): Promise<PositionRep
         and (f.follower_name, f.followed_name) is distinct from (a.username, b.username)`.execute(tx);
     const { rows } = await sql<{ n: string }>`
       select (select count(*) from post_buckets) + (select count(*) from user_buckets) as n`.execute(tx);
-    return { wrong, buckets: Number(rows[0].n), follows: Number(renamed.numAffectedRows ?? 0) };
+    return {
+      wrong,
+      feedWeeks,
+      buckets: Number(rows[0].n),
+      follows: Number(renamed.numAffectedRows ?? 0),
+    };
   });
 }

@@ -63,10 +63,6 @@ interface PostScope {
   keys: Record<PageRequest<Date>['mode'], PageKeys>;
   total: Expression<string | number | null | undefined>;
   atOrBefore: Expression<string | number>;
-  /** `each-run` when the owner changes the best plan (see `prepare`). */
-  plan?: 'each-run';
-  /** Other keys for offsets from `from` on (a first page and a deep one may want different shapes). */
-  deep?: { from: number; keys: PageKeys };
 }
 
 /** The smallest key (timestamp, id) of a cursor's time: every post of that time sorts at or after it. */
@@ -167,7 +163,8 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
    * index; only its rows are joined with their authors and formatted.
    */
   const newestFirst = (scope: PostScope) => {
-    const compile = (mode: PageRequest<Date>['mode'], keys = scope.keys[mode]) => {
+    const compile = (mode: PageRequest<Date>['mode']) => {
+      const keys = scope.keys[mode];
       // Each key dressed by its own lookups (a LATERAL subquery kept whole by `offset 0`), so no
       // plan joins the page to the whole posts table, whatever the planner guesses of its size.
       const page = db
@@ -208,21 +205,17 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
           request.mode === 'after' ? request.after : request.offset,
           ownerId,
         ],
-        { plan: scope.plan },
       );
     };
     const pages = { after: compile('after'), offset: compile('offset') };
-    const deep = scope.deep && { from: scope.deep.from, page: compile('offset', scope.deep.keys) };
-    const pageOf = (request: PageRequest<Date>) =>
-      deep && request.mode === 'offset' && request.offset >= deep.from ? deep.page : pages[request.mode];
     return (ownerId: number): PageSource<PostWithAuthor, Date> => ({
-      read: async (request) => pageFromRows(await pageOf(request)(ownerId, request), postFromPageRow),
+      read: async (request) => pageFromRows(await pages[request.mode](ownerId, request), postFromPageRow),
     });
   };
 
   /**
    * The feed's authors: the user and everyone they follow. One author set (`IN` a union, not `= me
-   * OR IN followed`, which the planner cannot turn into a join) so the count and the page read
+   * OR IN followed`, which the planner cannot turn into a join) so a count in the cursor's week reads
    * posts_user_timestamp_idx, never every post; `IN` also counts a user who follows themselves once.
    */
   const feedAuthors = (userId: Expression<number>) =>
@@ -231,65 +224,80 @@ export function createPostsRepository(db: Kysely<SocialDatabase>) {
       .select('followers.followed_id')
       .where('followers.follower_id', '=', userId)
       .unionAll(db.selectNoFrom(sql<number>`${userId}::integer`.as('followed_id')));
+  /** The feed's week of a cursor. */
+  const cursorWeek = sql`date_bin('7 days', ${param(2)}::timestamptz, '2000-01-03 00:00:00+00')`;
   /**
-   * The feed's weeks, newest first, with the running count of posts from the newest (`through`): the
-   * owner's own row per week, fanned out on write (migration 2026-11-28T1700_feed_weeks), about 50 a
-   * year of posts, whatever the number of authors.
+   * The feed's weeks (those before `before` when given), newest first, with the running count of posts from
+   * the newest (`through`): the owner's own row per week, fanned out on write (migration
+   * 2026-11-28T1700_feed_weeks), one a week of posts whatever the number of authors.
    */
-  const feedWeeks = sql`(
+  const feedWeeks = (before?: RawBuilder<unknown>) => sql`(
     select fw.week, fw.n, sum(fw.n) over (order by fw.week desc rows unbounded preceding) as through
-    from feed_weeks fw where fw.user_id = ${owner}
+    from feed_weeks fw where fw.user_id = ${owner} ${before ? sql`and fw.week < ${before}` : sql``}
   )`;
-  /** The start of the week holding the feed's `position`-th post (from 1; none: its oldest). */
+  /** The start of the week of `r` holding its `position`-th post (from 1; none: before all). */
   const weekHolding = (position: RawBuilder<unknown>) =>
     sql`coalesce((select r.week from r where r.through >= ${position} order by r.week desc limit 1), '-infinity')`;
-  /** The feed's posts (keys only) in a range of time. */
+  /** The feed's posts (keys only) in a range of time: each author's index entries in that range. */
   const feedPosts = (from: RawBuilder<unknown>, before: RawBuilder<unknown>) => sql`
     select p.id, p.timestamp from posts p
     where p.user_id in (${feedAuthors(owner)}) and p.timestamp >= ${from} and p.timestamp < ${before}`;
   /**
+   * The feed's newest posts (keys only) in a range of time, at most `most` of each author (no more of
+   * one author can be among the range's first `most`): a feed of one prolific author reads a page,
+   * not a week. The authors as a set (`union`), so a user who follows themself is walked once.
+   */
+  const newestInRange = (
+    from: RawBuilder<unknown>,
+    before: RawBuilder<unknown>,
+    most: RawBuilder<unknown>,
+  ) => sql`
+    select p.id, p.timestamp
+    from (select f.followed_id as author from followers f where f.follower_id = ${owner} union select ${owner}::integer) a
+    cross join lateral (
+      select p.id, p.timestamp from posts p
+      where p.user_id = a.author and p.timestamp >= ${from} and p.timestamp < ${before}
+      order by p.timestamp desc, p.id desc limit ${most}
+    ) p`;
+  /**
    * The feed's keys, newest first, from its authors' index entries, never their rows: only the posts
-   * of the weeks that hold the page's first and last rows are sorted (found by the running count).
+   * of the weeks that hold the page are read and sorted (at most two weeks' of the feed, and at most
+   * a page's depth in the range of each author; found by the running count over the owner's weeks),
+   * at every depth, the first page too (whose newest week may hold a single post): a feed whose
+   * authors wrote 50,000 posts reads the last week's.
    */
   const feedKeys = {
-    /** A first page: the planner's choice over the authors' index entries (a few pages deep at most). */
-    offset: sql<{ id: number; timestamp: Date }>`(${db
-      .selectFrom('posts as p')
-      .select(['p.id', 'p.timestamp'])
-      .where('p.user_id', 'in', feedAuthors(owner))
-      .orderBy('p.timestamp', 'desc')
-      .orderBy('p.id', 'desc')
-      .limit(param<number>(1))
-      .offset(param<number>(2))})`,
-    deep: sql<{ id: number; timestamp: Date }>`(
-      with r as ${feedWeeks}
+    /** The week holding position `$2`, and the posts from the week holding `$2 + $1` to its end. */
+    offset: sql<{ id: number; timestamp: Date }>`(
+      with r as ${feedWeeks()}
       select k.id, k.timestamp
       from (
         select r.week, ${param(2)} - (r.through - r.n) as skip from r
         where r.through > ${param(2)} order by r.week desc limit 1
       ) t
       cross join lateral (
-        ${feedPosts(weekHolding(sql`${param(2)} + ${param(1)}`), sql`t.week + interval '7 days'`)}
+        ${newestInRange(weekHolding(sql`${param(2)} + ${param(1)}`), sql`t.week + interval '7 days'`, sql`t.skip + ${param(1)}`)}
         order by p.timestamp desc, p.id desc offset t.skip limit ${param(1)}
       ) k
     )`,
+    /**
+     * The posts before the cursor, from the newest week before the cursor's whose weeks up to the
+     * cursor's hold `$1` posts: the page needs at most those (and it needs not the cursor's
+     * position, which the same statement counts once for `at_or_before`).
+     */
     after: sql<{ id: number; timestamp: Date }>`(
-      with r as ${feedWeeks}
-      ${feedPosts(weekHolding(sql`c.at_or_before + ${param(1)}`), param(2))}
+      with r as ${feedWeeks(cursorWeek)}
+      ${newestInRange(weekHolding(param(1)), param(2), param(1))}
       order by p.timestamp desc, p.id desc limit ${param(1)}
     )`,
   };
-  /** The feed's week of a cursor. */
-  const cursorWeek = sql`date_bin('7 days', ${param(2)}::timestamptz, '2000-01-03 00:00:00+00')`;
 
   const allPosts = newestFirst(bucketed(db, 'all'));
   const byAuthor = newestFirst(bucketed(db, 'author'));
+  // Named statements on their generic plans: whether the owner follows three users or thousands,
+  // the plan is the same walk of the weeks' posts author by author, which is also the best one.
   const feed = newestFirst({
-    // A user who follows thousands and one who follows three want different plans.
-    plan: 'each-run',
     keys: feedKeys,
-    // From the fifth page on, the weeks: a top-N sort of every post of the feed costs more.
-    deep: { from: 4 * MAX_LIMIT, keys: feedKeys.deep },
     // The feed's weeks summed: one owner's rows, not a counter per author.
     total: sql<string>`(select coalesce(sum(fw.n), 0) from feed_weeks fw where fw.user_id = ${owner})`,
     // The weeks after the cursor's, then the posts at or after it in its week.

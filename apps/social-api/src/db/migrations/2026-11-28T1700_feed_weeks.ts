@@ -7,26 +7,31 @@ import { sql, type Kysely } from 'kysely';
  * timelines): `feed_weeks(user_id, week, n)` is how many posts the feed of `user_id` (their own posts
  * and those of everyone they follow) holds in each week of post_weeks' grid (migration
  * 2026-11-28T1400_post_positions). A feed's position is then a running sum over its owner's weeks
- * (about 150 rows), not over every author's weeks (2,001 authors × 150 weeks for a user following
+ * (one row a week), not over every author's weeks (2,001 authors × 150 weeks for a user following
  * 2,000).
  *
  * Statement-level triggers keep it in the writing transaction, whoever writes (the API, `fake`, a
  * cascade from a deleted user, psql):
- * - post_weeks changed (author A, week W, by d: posts written, deleted, moved, their author
- *   deleted): d is added to week W of A's own feed and of each follower's. A feed's authors are a
- *   set (`followed ∪ {self}`), so a user who follows themself is counted once.
+ * - post_weeks changed (author A, week W, by d: posts written, deleted, moved): d is added to week W
+ *   of A's own feed and of each follower's. A feed's authors are a set (`followed ∪ {self}`), so a
+ *   user who follows themself is counted once.
  * - a follow adds the followed author's post_weeks to the follower's feed, an unfollow subtracts them;
  *   a follow of oneself changes nothing.
+ * - a user deleted: PostgreSQL deletes their posts and follows (the cascades) before it runs the
+ *   statement triggers of either, so neither would see the other: before each user row goes, their
+ *   posts are taken out of their followers' feeds (a row trigger), and the follows of a user no
+ *   longer there are then left out. Their own feed empties with their posts and their follows.
  * Rows that reach 0 go.
  *
- * Locks, so that writers wait instead of deadlocking, and a follow never misses a post: both
- * triggers lock the authors' users rows (FOR NO KEY UPDATE, by id) before reading the other side, so
- * a follow of A and a change of A's weeks come one after the other, each reading what the other
- * committed (the counters take that lock already for posts written or deleted and for follows:
- * this adds it for posts moved in time, after `totals`, in the counters' order). Then the feeds'
- * rows are written by one upsert in (user_id, week) order, additions and subtractions alike, which
- * is why `n` has no CHECK (ON CONFLICT checks the proposed row, a negative delta). The fan-out of
- * posts runs inside the positions trigger, after `totals`, which every writer of posts takes first.
+ * Locks, so that writers wait instead of deadlocking, and a follow never misses a post nor a post a
+ * follower: every writer takes the `totals` row before its counters' locks (the counters' lock
+ * order), a writer of posts already (migration 2026-11-25T1000_counters), now a writer of follows
+ * too (a statement trigger fired before the counters', after the statement's rows and its event,
+ * whose log lock the API's writes of posts take before `totals` as well) and a deleter of users
+ * (before any row). So follows and changes of post_weeks come one after the other, each reading
+ * what the other committed. The feeds' rows are then written by one upsert in
+ * (user_id, week) order, additions and subtractions alike, which is why `n` has no CHECK (ON
+ * CONFLICT checks the proposed row, a negative delta).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
@@ -86,9 +91,6 @@ export async function up(db: Kysely<any>): Promise<void> {
           group by c.user_id, c.week having sum(c.n) <> 0);
       end if;
       if cardinality(changed) = 0 then return null; end if;
-      -- The authors' rows, as a follow of them locks them: no follow of theirs commits between the
-      -- read of their followers below and this transaction's end.
-      perform 1 from users u where u.id in (select c.user_id from unnest(changed) c) order by u.id for no key update;
       -- The author's own feed, and each follower's but the author's own follow of themself.
       perform add_feed_weeks(array(
         select (c.user_id, c.week, c.n)::feed_week_delta from unnest(changed) c
@@ -129,16 +131,42 @@ export async function up(db: Kysely<any>): Promise<void> {
           group by c.follower_id, c.followed_id having sum(c.d) <> 0);
       end if;
       if cardinality(changed) = 0 then return null; end if;
-      -- The followed authors' rows (see fan_out_post_weeks), then their weeks.
-      perform 1 from users u where u.id in (select c.followed_id from unnest(changed) c)
-      order by u.id for no key update;
+      -- The followed authors' weeks; those of a user deleted by this statement were taken out of
+      -- their followers' feeds before the user went (take_out_deleted_author).
       perform add_feed_weeks(array(
         select (c.follower_id, pw.week, c.d * pw.n)::feed_week_delta
         from unnest(changed) c
+        join users u on u.id = c.followed_id
         join post_weeks pw on pw.user_id = c.followed_id));
       return null;
     end $$`.execute(db);
 
+  // A user about to be deleted: their posts out of their followers' feeds, while both are there.
+  await sql`
+    create function take_out_deleted_author() returns trigger language plpgsql set search_path from current as $$
+    begin
+      perform add_feed_weeks(array(
+        select (f.follower_id, pw.week, -pw.n)::feed_week_delta
+        from followers f join post_weeks pw on pw.user_id = f.followed_id
+        where f.followed_id = old.id and f.follower_id <> old.id));
+      return old;
+    end $$`.execute(db);
+
+  // The counters' first lock, taken by a statement that writes follows before its counters' and
+  // feeds' triggers (triggers fire in name order), or by one that deletes users before any row.
+  await sql`
+    create function lock_totals() returns trigger language plpgsql set search_path from current as $$
+    begin
+      perform 1 from totals for no key update;
+      return null;
+    end $$`.execute(db);
+  await sql`create trigger before_counters_lock_totals
+    after insert or update of follower_id, followed_id or delete or truncate on followers
+    for each statement execute function lock_totals()`.execute(db);
+  await sql`create trigger lock_totals_for_deleted_users before delete or truncate on users
+    for each statement execute function lock_totals()`.execute(db);
+  await sql`create trigger take_out_deleted_author before delete on users
+    for each row execute function take_out_deleted_author()`.execute(db);
   await sql`create trigger fan_out_post_weeks_insert after insert on post_weeks
     referencing new table as new_rows for each statement execute function fan_out_post_weeks()`.execute(db);
   await sql`create trigger fan_out_post_weeks_update after update on post_weeks
@@ -174,6 +202,11 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await sql`drop trigger take_out_deleted_author on users`.execute(db);
+  await sql`drop trigger lock_totals_for_deleted_users on users`.execute(db);
+  await sql`drop trigger before_counters_lock_totals on followers`.execute(db);
+  await sql`drop function take_out_deleted_author()`.execute(db);
+  await sql`drop function lock_totals()`.execute(db);
   for (const event of ['insert', 'update', 'delete', 'truncate']) {
     await sql`drop trigger if exists ${sql.raw(`fan_out_post_weeks_${event}`)} on post_weeks`.execute(db);
     await sql`drop trigger if exists ${sql.raw(`fan_in_follows_${event}`)} on followers`.execute(db);
