@@ -389,6 +389,8 @@ describe('GET /api/microblog/events', () => {
   test('is documented: text/event-stream with each event’s schema, and its errors', async () => {
     const { app } = await server();
     const doc = (await app.inject('/docs/json')).json();
+    // OpenAPI 3.0: `example` (one value), never JSON Schema's `examples` array, under `anyOf` too.
+    expect(JSON.stringify(doc)).not.toMatch(/"examples":\[/);
     const route = doc.paths['/api/microblog/events'].get;
     const stream200 = route.responses['200'].content['text/event-stream'].schema;
     const events = (stream200.anyOf ?? stream200.oneOf).map(

@@ -15,6 +15,26 @@ export interface DocsOptions {
 }
 
 /**
+ * JSON Schema's `examples` (an array) as OpenAPI 3.0's `example` (one value), everywhere in `node`:
+ * @fastify/swagger converts it in object and array schemas only, and leaves it under `anyOf` (the
+ * event streams' messages), which strict validators of 3.0 refuse. Media types' and parameters'
+ * `examples` are maps, never arrays, and stay.
+ */
+function downgradeExamples(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) downgradeExamples(item);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const object = node as Record<string, unknown>;
+  if (Array.isArray(object.examples)) {
+    object.example ??= object.examples[0];
+    delete object.examples;
+  }
+  for (const value of Object.values(object)) downgradeExamples(value);
+}
+
+/**
  * The OpenAPI document of every route registered after it (at /docs/json), with the operators' `ops`
  * tag, and Swagger UI served offline at /docs.
  */
@@ -29,6 +49,11 @@ export const swaggerPlugin = fp(
       },
       // Components keep the schemas' `$id`s as names instead of `def-0`, `def-1`...
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+      transformObject: (document) => {
+        const openapi = 'openapiObject' in document ? document.openapiObject : document.swaggerObject;
+        downgradeExamples(openapi);
+        return openapi;
+      },
     });
     await app.register(swaggerUi, {
       routePrefix: '/docs',
