@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { isDatabaseUnavailable } from '@platform/db';
 import { StringEnum, TrimmedText, VALIDATION_MESSAGE, withMessage } from '@platform/schema';
 import {
+  defaultErrorResponses,
   errorResponses,
   platform,
   RequestValidationError,
@@ -48,6 +49,8 @@ export interface DialectTestAppOptions {
  * - `GET /boom`: an unexpected exception naming internals;
  * - `GET /down`: a refused database connection (an outage);
  * - `GET /rule`: a rule a handler checks, broken in the query string.
+ * Its OpenAPI document describes every answer (500 and 503 on each route that documents errors, as a
+ * service's), so the services' suites, which prove each response against its app's document, can use it.
  */
 export async function dialectTestApp(
   dialect: ErrorDialect,
@@ -72,6 +75,7 @@ export async function dialectTestApp(
     metricsToken: options.metricsToken,
     logFormat: options.server?.logFormat,
   });
+  await app.register(defaultErrorResponses, { statuses: [500, 503] });
   app.post(
     '/things',
     {
@@ -97,24 +101,33 @@ export async function dialectTestApp(
           },
           { additionalProperties: false },
         ),
-        response: { 201: Type.Object({ name: Type.String() }), ...errorResponses(dialect, [400, 500]) },
+        response: { 201: Type.Object({ name: Type.String() }), ...errorResponses(dialect, [400, 413, 415]) },
       },
     },
     async (request, reply) => reply.status(201).send({ name: (request.body as { name: string }).name }),
   );
   app.get(
     '/things',
-    { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 10 }) }) } },
+    {
+      schema: {
+        querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 10 }) }),
+        response: { 200: Type.Object({ limit: Type.Integer() }), ...errorResponses(dialect, [400]) },
+      },
+    },
     async (request) => request.query,
   );
-  app.get('/things/:id', async (request) => request.params);
-  app.get('/boom', async () => {
+  app.get(
+    '/things/:id',
+    { schema: { response: { 200: Type.Object({ id: Type.String() }) } } },
+    async (request) => request.params,
+  );
+  app.get('/boom', { schema: { response: errorResponses(dialect, [500]) } }, async () => {
     throw new Error('relation "secret_table" does not exist at /srv/app.ts:12');
   });
-  app.get('/down', async () => {
+  app.get('/down', { schema: { response: errorResponses(dialect, [503]) } }, async () => {
     throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
   });
-  app.get('/rule', async () => {
+  app.get('/rule', { schema: { response: errorResponses(dialect, [400]) } }, async () => {
     throw new RequestValidationError(
       [{ field: 'start', message: 'start must come before end' }],
       'querystring',

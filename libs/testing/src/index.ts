@@ -2,6 +2,7 @@ export * from './app';
 export * from './child-process';
 export * from './chromium';
 export * from './dialect';
+export * from './documents';
 export * from './hooks';
 export * from './hostile';
 export * from './outage';

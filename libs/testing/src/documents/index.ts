@@ -1,0 +1,2 @@
+export * from './validator';
+export * from './proof';

@@ -1,0 +1,223 @@
+/// <reference types="jest" />
+/**
+ * Every response a service's test receives, proven against the service's own OpenAPI document: each
+ * Fastify app a test builds that documents itself (`app.swagger()`) has its responses checked by a
+ * `DocumentValidator` as they leave, injected or over a real socket alike, and what the document does
+ * not describe fails the test that received it.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseRawResponse } from '../hostile/framing';
+import { DocumentValidator, type ObservedResponse, type OpenApiDocument } from './validator';
+
+/** A response the document does not describe. */
+export interface Violation {
+  /** `METHOD /url → status`. */
+  response: string;
+  problems: string[];
+  /** The test running when it was answered (none in a `beforeAll`). */
+  test?: string;
+}
+
+/** How many responses were proven, and how many were not the document's to prove. */
+export interface ProofCounts {
+  /** Checked against an operation of the document. */
+  routed: number;
+  /** Checked as answers before routing (the error dialect, the platform's statuses). */
+  unrouted: number;
+  /** Answered by routes the service hides from its document (Swagger UI, static files, CORS preflight). */
+  hidden: number;
+}
+
+/** Validators by document, so the apps of a test file that share a document share compiled schemas. */
+const validators = new Map<string, DocumentValidator>();
+
+/** The validator of an app's live document (`app.swagger()`, the one the committed file is written from). */
+export function validatorOf(app: FastifyInstance): DocumentValidator {
+  const document = (app as unknown as { swagger(): OpenApiDocument }).swagger();
+  const key = JSON.stringify(document);
+  let validator = validators.get(key);
+  if (!validator) {
+    const dialect = app.errorDialect;
+    if (!dialect) throw new Error('an app with an OpenAPI document but no error dialect');
+    validator = new DocumentValidator(document, {
+      error: { schema: dialect.schemaRef, mediaType: dialect.contentType.split(';')[0].trim().toLowerCase() },
+    });
+    validators.set(key, validator);
+  }
+  return validator;
+}
+
+/** The header block a response sent (`writeHead`'s headers included, which `getHeaders()` may miss). */
+function sentHeaders(reply: FastifyReply): Record<string, string | string[]> {
+  const raw = (reply.raw as unknown as { _header?: unknown })._header;
+  if (typeof raw !== 'string') return reply.raw.getHeaders() as Record<string, string | string[]>;
+  const headers: Record<string, string | string[]> = {};
+  for (const line of raw.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    const before = headers[name];
+    headers[name] = before === undefined ? value : [...[before].flat(), value];
+  }
+  return headers;
+}
+
+const isHidden = (request: FastifyRequest) => {
+  const schema = request.routeOptions.schema as { hide?: boolean; tags?: string[] } | undefined;
+  return schema?.hide === true || (schema?.tags ?? []).includes('X-HIDDEN');
+};
+
+type Report = (observed: ObservedResponse, problems: string[], kind: keyof ProofCounts) => void;
+
+/** Judges `observed` by `app`'s document (when it has one) and reports it. */
+function judge(app: FastifyInstance, observed: ObservedResponse, report: Report) {
+  let problems: string[];
+  try {
+    problems = validatorOf(app).problems(observed);
+  } catch (error) {
+    problems = [`the validator failed: ${(error as Error).message}`];
+  }
+  report(observed, problems, observed.route === undefined ? 'unrouted' : 'routed');
+}
+
+const documented = (app: FastifyInstance) => typeof (app as { swagger?: unknown }).swagger === 'function';
+
+/**
+ * The answers written straight on a socket, where no hook runs (http-kit's answers to malformed HTTP,
+ * to a request not received in time, to CONNECT): the first complete response written after the
+ * server's `event`, judged as an answer made before routing.
+ */
+function proveRawAnswers(app: FastifyInstance, event: 'clientError' | 'connect', report: Report) {
+  app.server.prependListener(event, (first: unknown, second: unknown) => {
+    // (error, socket) and (request, socket, head)
+    const socket = second as Socket;
+    const request = event === 'connect' ? (first as IncomingMessage) : undefined;
+    const { write, end } = socket;
+    let judged = false;
+    const inspect = (chunk: unknown) => {
+      if (judged || !documented(app) || (typeof chunk !== 'string' && !Buffer.isBuffer(chunk))) return;
+      const text = chunk.toString();
+      if (!/^HTTP\/1\.[01] \d{3} /.test(text) || !text.includes('\r\n\r\n')) return;
+      judged = true;
+      const parsed = parseRawResponse(text);
+      const observed = { method: request?.method ?? '(malformed)', url: request?.url ?? '', ...parsed };
+      judge(app, observed, report);
+    };
+    socket.write = function (this: Socket, chunk: unknown, ...rest: unknown[]) {
+      inspect(chunk);
+      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+    } as Socket['write'];
+    socket.end = function (this: Socket, chunk?: unknown, ...rest: unknown[]) {
+      inspect(chunk);
+      return (end as (...args: unknown[]) => Socket).call(this, chunk, ...rest);
+    } as Socket['end'];
+  });
+}
+
+/**
+ * Adds the hooks that prove `app`'s responses (before it is ready: at its creation): the body is
+ * taken as it is sent (`onSend`), the response judged once it is complete (`onResponse`: its final
+ * status and headers, and the event streams, whose replies are taken over and skip `onSend`); the
+ * answers written on a socket before Fastify has a request are judged as they are written.
+ * Apps without an OpenAPI document (a test's fake provider) are left alone.
+ */
+export function proveResponsesOf(app: FastifyInstance, report: Report): void {
+  proveRawAnswers(app, 'clientError', report);
+  proveRawAnswers(app, 'connect', report);
+  const bodies = new WeakMap<FastifyRequest, string | Buffer | undefined>();
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    bodies.set(
+      request,
+      typeof payload === 'string' || Buffer.isBuffer(payload)
+        ? payload
+        : payload === null || payload === undefined
+          ? ''
+          : undefined,
+    );
+    done(null, payload);
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    // A response nobody received (the client left before it was sent) is not judged.
+    if (!documented(app) || !reply.raw.headersSent) return done();
+    if (isHidden(request)) {
+      report(observedOf(request, reply, undefined), [], 'hidden');
+      return done();
+    }
+    const routed = !request.is404 && request.routeOptions.url !== undefined;
+    const observed = observedOf(request, reply, routed ? request.routeOptions.url : undefined);
+    observed.body = bodies.has(request) ? bodies.get(request) : undefined;
+    judge(app, observed, report);
+    done();
+  });
+}
+
+const observedOf = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: string | undefined,
+): ObservedResponse => ({
+  method: request.method,
+  url: request.url,
+  route,
+  status: reply.raw.statusCode,
+  headers: sentHeaders(reply),
+});
+
+export interface ResponseProof {
+  counts: ProofCounts;
+  /** The violations not yet thrown. */
+  violations: Violation[];
+  /** Throws the violations recorded so far (and forgets them), naming each response and test. */
+  assertDocumented(): void;
+  /** Stops watching new apps. */
+  stop(): void;
+}
+
+/** Shown of a long URL in a violation. */
+const shortUrl = (url: string) => (url.length > 160 ? `${url.slice(0, 160)}…(${url.length})` : url);
+
+/**
+ * Proves the responses of every Fastify app created from now on in this process (Fastify publishes
+ * each new instance on the `fastify.initialization` diagnostics channel), until `stop`.
+ */
+export function proveResponses(): ResponseProof {
+  const counts: ProofCounts = { routed: 0, unrouted: 0, hidden: 0 };
+  const violations: Violation[] = [];
+  const onInstance = (message: unknown) => {
+    proveResponsesOf((message as { fastify: FastifyInstance }).fastify, (observed, problems, kind) => {
+      counts[kind]++;
+      if (!problems.length) return;
+      const test = typeof expect === 'function' ? expect.getState().currentTestName : undefined;
+      violations.push({
+        response: `${observed.method} ${shortUrl(observed.url)} → ${observed.status}`,
+        problems,
+        ...(test ? { test } : {}),
+      });
+    });
+  };
+  subscribe('fastify.initialization', onInstance);
+  return {
+    counts,
+    violations,
+    assertDocumented() {
+      if (!violations.length) return;
+      const found = violations.splice(0);
+      throw new Error(
+        `${found.length} response(s) the service's OpenAPI document does not describe:\n` +
+          found
+            .slice(0, 20)
+            .map(
+              (v) =>
+                `- ${v.response}${v.test ? '' : ' (answered outside any test)'}\n    ${v.problems.join('\n    ')}`,
+            )
+            .join('\n') +
+          (found.length > 20 ? `\n… and ${found.length - 20} more` : ''),
+      );
+    },
+    stop: () => unsubscribe('fastify.initialization', onInstance),
+  };
+}
