@@ -174,6 +174,13 @@ export interface paths {
                         "text/html": string;
                     };
                 };
+                /** @description Not Modified: the browser’s copy (`If-None-Match`, `If-Modified-Since`) is current */
+                304: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
             };
         };
         put?: never;

@@ -33,6 +33,11 @@ const panelRoutes: FastifyPluginAsync = async (app) => {
               },
             },
           }),
+          // `sendFile` answers a conditional request for the page it sent before (its ETag or date).
+          304: Type.Unsafe<void>({
+            type: 'null',
+            description: 'Not Modified: the browser’s copy (`If-None-Match`, `If-Modified-Since`) is current',
+          }),
         },
       },
     },
