@@ -5,4 +5,6 @@ module.exports = {
   displayName: require('./package.json').name,
   // ESM sources name their relative imports with `.js` (Node's rule); Jest runs the `.ts` files.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // Every response the service answers the client is proven against its OpenAPI document.
+  setupFilesAfterEnv: ['<rootDir>/../../libs/testing/src/documents/jest-setup.ts'],
 };

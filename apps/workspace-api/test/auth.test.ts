@@ -1,7 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import { errorResponses } from '@platform/http-kit';
 import { buildApp } from '../src/app';
 import { OPERATION_ACCESS, type Permission } from '../src/auth/permissions';
 import { loadConfig } from '../src/config';
+import { kasmDialect } from '../src/errors';
 import { openForTheseTests } from '@platform/testing';
 import { buildTestApp, type KeyPair } from './support/app';
 import { UNKNOWN } from './support/kasm';
@@ -300,7 +303,12 @@ describe('the auth hook fails closed', () => {
       let ran = false;
       await app.register(
         async (scope) => {
-          scope.post('/forgot_its_rule', async () => {
+          // Documented as every operation is (its 401 too): only its access rule is forgotten.
+          const response = {
+            200: Type.Object({ secret: Type.String() }),
+            ...errorResponses(kasmDialect, [401]),
+          };
+          scope.post('/forgot_its_rule', { schema: { response } }, async () => {
             ran = true;
             return { secret: 'everything' };
           });
