@@ -32,6 +32,33 @@ const moduleBoundaries = (inTests) => {
   ];
 };
 
+/**
+ * The microblog panel's browser source (apps/microblog-api/panel/src), which esbuild bundles into the
+ * service's /panel.js: the one place where an app imports a client, the service's own typed client,
+ * as the frontend teams use it. Browser code, so clients only (a lib is server code). The client's
+ * contract tests start the service (a devDependency), so the import closes a cycle; the project
+ * graph drops the app → client edge (apps/microblog-api/package.json, nx.implicitDependencies) and
+ * the service's src/ still may not import a client.
+ */
+const panelBoundaries = () => {
+  const [level, options] = moduleBoundaries(false);
+  return [
+    level,
+    {
+      ...options,
+      ignoredCircularDependencies: [
+        ...options.ignoredCircularDependencies,
+        ['@platform/microblog-api', '@platform/microblog-client'],
+      ],
+      depConstraints: options.depConstraints.map((constraint) =>
+        constraint.sourceTag === 'type:app'
+          ? { ...constraint, onlyDependOnLibsWithTags: ['type:client'] }
+          : constraint,
+      ),
+    },
+  ];
+};
+
 export default [
   {
     ignores: [
@@ -100,13 +127,14 @@ export default [
     rules: { '@nx/enforce-module-boundaries': moduleBoundaries(false) },
   },
   {
+    files: ['apps/microblog-api/panel/**/*.ts'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: { '@nx/enforce-module-boundaries': panelBoundaries() },
+  },
+  {
     files: ['**/*.cjs', '**/*.mjs', '**/*.js'],
     languageOptions: { globals: { ...globals.node } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
-  },
-  {
-    files: ['apps/*/public/**/*.js'],
-    languageOptions: { sourceType: 'script', globals: { ...globals.browser } },
   },
   {
     // Migrations are frozen in time: they see the database as Kysely<any>, never the app's types.

@@ -1,7 +1,8 @@
 // CI check of `npm start`: starts every built service through tools/dev/start.mjs (each on its
 // default port, on the local PostgreSQL server unless DATABASE_URL is set), waits until each answers
-// /readyz, loads the microblog panel, then presses Ctrl-C the way a terminal does (SIGINT to the
-// whole process group) and expects every service to stop gracefully, then the database server.
+// /readyz, loads the microblog panel (its page and the script the build bundled), then presses
+// Ctrl-C the way a terminal does (SIGINT to the whole process group) and expects every service to
+// stop gracefully, then the database server.
 // Exit code 0 when all of that held.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -42,6 +43,13 @@ const panel = await fetch('http://127.0.0.1:8887/').then(
   () => '',
 );
 if (!panel.includes('quest-post-form')) failures.push('the microblog panel did not load at /');
+// Its script: the bundle the build wrote (esbuild, from apps/microblog-api/panel/src).
+const script = await fetch('http://127.0.0.1:8887/panel.js').then(
+  (r) => (r.ok ? r.text() : ''),
+  () => '',
+);
+if (!script.startsWith('/* microblog panel: bundled by esbuild'))
+  failures.push('the microblog panel’s script (/panel.js, bundled by the build) did not load');
 const docs = await fetch('http://127.0.0.1:5000/', { redirect: 'manual' }).then(
   (r) => r.headers.get('location'),
   () => null,

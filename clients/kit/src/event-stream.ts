@@ -31,6 +31,13 @@ export interface EventStreamOptions {
   isFinal?: (message: ServerSentEvent) => boolean;
   /** Told of each reconnection (e.g. to show "reconnecting…"). */
   onReconnect?: (info: { attempt: number; delayMs: number; error?: unknown }) => void;
+  /**
+   * Told when a connection is open (the service answered the stream), before its first message: the
+   * end of "reconnecting…" (what was missed meanwhile follows), or the moment to load what the
+   * stream's events will update (nothing written after that load can be missed). `attempt` is 0 for
+   * the first connection, then the number of the reconnection (as `onReconnect` counted it).
+   */
+  onOpen?: (info: { attempt: number; response: Response }) => void;
 }
 
 /** Statuses worth another attempt later: the service away, restarting or full. */
@@ -108,6 +115,7 @@ export async function* eventStream(options: EventStreamOptions): AsyncGenerator<
       } else {
         failures = 0;
         watch();
+        options.onOpen?.({ attempt, response });
         const body = response.body;
         for await (const message of parseServerSentEvents(body, (ms) => (retryMs = ms))) {
           watch();

@@ -76,6 +76,27 @@ describe('eventStream: an async iterator over SSE with resume from the last id',
     expect(reconnects).toEqual([5, 5]);
   });
 
+  test('onOpen: each connection the service answered, before its messages; not a refused one', async () => {
+    const { fetch } = server(
+      { chunks: [event(1)], drop: true },
+      { status: 503, headers: { 'retry-after': '0' } },
+      { chunks: [event(2)] },
+    );
+    const log: string[] = [];
+    const stream = eventStream({
+      url: 'http://svc/s',
+      fetch,
+      retryMs: 1,
+      onOpen: ({ attempt, response }) => log.push(`open ${attempt} ${response.status}`),
+      onReconnect: ({ attempt }) => log.push(`reconnect ${attempt}`),
+    });
+    for await (const message of stream) {
+      log.push(`message ${message.id}`);
+      if (message.id === '2') break;
+    }
+    expect(log).toEqual(['open 0 200', 'message 1', 'reconnect 1', 'reconnect 2', 'open 2 200', 'message 2']);
+  });
+
   test('resumes with the Last-Event-ID header when asked, and starts from a given id', async () => {
     const { fetch, requests } = server({ chunks: [event(10)] }, { chunks: [event(11)] });
     const stream = eventStream({

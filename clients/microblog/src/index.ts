@@ -41,14 +41,26 @@ export interface MicroblogClientOptions {
 
 export interface EventsOptions extends Pick<
   EventStreamOptions,
-  'lastEventId' | 'signal' | 'retryMs' | 'idleTimeoutMs' | 'onReconnect'
+  'lastEventId' | 'signal' | 'retryMs' | 'idleTimeoutMs' | 'onReconnect' | 'onOpen'
 > {
   /** Only the posts of this topic, their replies and reactions. */
   topic?: Topic;
 }
 
+/** One page of the list, and the query of the page after it (none on the last page). */
+export interface Page {
+  posts: Post[];
+  /** From the `Link: <…>; rel="next"` header: pass it to `page()` for the older posts. */
+  next?: ListQuery;
+}
+
 /** The typed client: openapi-fetch's `GET`/`POST`… over the document's paths, and the helpers. */
 export interface MicroblogClient extends Client<paths> {
+  /**
+   * One page of the list, newest first, with the query of the next one (a "Load older posts" button
+   * shows while there is one). A failed page throws an `ApiError` carrying the problem details.
+   */
+  page(query?: ListQuery, options?: { signal?: AbortSignal }): Promise<Page>;
   /**
    * The list page by page, newest first, following the `Link: <…>; rel="next"` header until there is
    * none (each page is one request; stop early with `break`). A failed page throws an `ApiError`
@@ -81,21 +93,25 @@ export function createMicroblogClient(options: MicroblogClientOptions): Microblo
     credentials: options.credentials,
   });
 
+  async function page(query: ListQuery = {}, { signal }: { signal?: AbortSignal } = {}): Promise<Page> {
+    const { data, error, response } = await client.GET('/api/microblog', { params: { query }, signal });
+    if (data === undefined) throw new ApiError<Problem | undefined>(response.status, error, response);
+    const link = parseLinkHeader(
+      response.headers.get('link'),
+      response.url || `${baseUrl}/api/microblog`,
+    ).next;
+    return { posts: data, ...(link && { next: queryOf(new URL(link)) }) };
+  }
+
   async function* pages(
     query: ListQuery = {},
-    { signal }: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<Post[], void> {
-    const load = (page: ListQuery) => client.GET('/api/microblog', { params: { query: page }, signal });
     let next: ListQuery | undefined = query;
     while (next) {
-      const { data, error, response } = await load(next);
-      if (data === undefined) throw new ApiError<Problem | undefined>(response.status, error, response);
-      yield data;
-      const link = parseLinkHeader(
-        response.headers.get('link'),
-        response.url || `${baseUrl}/api/microblog`,
-      ).next;
-      next = link ? queryOf(new URL(link)) : undefined;
+      const current: Page = await page(next, options);
+      yield current.posts;
+      next = current.next;
     }
   }
 
@@ -114,5 +130,5 @@ export function createMicroblogClient(options: MicroblogClientOptions): Microblo
     );
   }
 
-  return Object.assign(client, { pages, posts, events });
+  return Object.assign(client, { page, pages, posts, events });
 }

@@ -130,6 +130,17 @@ describe('Link pagination', () => {
     expect(ids).toEqual([made[4].id, made[3].id, made[2].id]);
   });
 
+  test('page(): one page and the query of the next one, none after the last', async () => {
+    const made: Post[] = [];
+    for (let i = 1; i <= 3; i++) made.push(await newPost(`bullying ${i}`, 'cyberbullying'));
+    const first = await client.page({ topic: 'cyberbullying', limit: 2 });
+    expect(first.posts.map((p) => p.id)).toEqual([made[2].id, made[1].id]);
+    expect(first.next).toEqual({ topic: 'cyberbullying', limit: 2, before: made[1].id });
+    const last = await client.page(first.next);
+    expect(last.posts.map((p) => p.id)).toEqual([made[0].id]);
+    expect(last).not.toHaveProperty('next');
+  });
+
   test('a page that fails throws an ApiError with the problem details', async () => {
     const error = await (async () => {
       for await (const page of client.pages({ limit: 501 })) void page;
@@ -143,11 +154,13 @@ describe('the live stream', () => {
   test('events in order; after the server drops the connection, resumed from the last id', async () => {
     const controller = new AbortController();
     const reconnections: number[] = [];
+    const connections: number[] = [];
     const before = opens('GET /api/microblog/events');
     const events = client.events({
       topic: 'privacy_security',
       signal: controller.signal,
       onReconnect: ({ attempt }) => reconnections.push(attempt),
+      onOpen: ({ attempt }) => connections.push(attempt),
     });
     // The stream opens on the first next(): ask for it, then write.
     const first = next(events, 2);
@@ -168,6 +181,7 @@ describe('the live stream', () => {
     const after = await next(events, 2);
     expect(after.map((e) => e.event)).toEqual(['reply', 'reaction']);
     expect(reconnections).toEqual([1]);
+    expect(connections).toEqual([0, 1]);
     const ids = [...received, ...after].map((e) => e.id!);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(new Set(ids).size).toBe(4);

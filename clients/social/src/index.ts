@@ -28,7 +28,7 @@ export interface SocialClientOptions {
 
 export type StreamOptions = Pick<
   EventStreamOptions,
-  'lastEventId' | 'signal' | 'retryMs' | 'idleTimeoutMs' | 'onReconnect'
+  'lastEventId' | 'signal' | 'retryMs' | 'idleTimeoutMs' | 'onReconnect' | 'onOpen'
 >;
 
 export interface SocialClient extends Client<paths> {

@@ -217,7 +217,7 @@ describe('docker-compose.yml on a real engine', () => {
     expect(health(containerOf('postgres'))).toBe('healthy');
   });
 
-  it('microblog-api: a post written through the published port reads back; /docs loads', async () => {
+  it('microblog-api: a post written through the published port reads back; /docs and the panel load', async () => {
     const content = `compose test ${PROJECT}`;
     const created = await fetch(url('microblog-api', '/api/microblog'), {
       method: 'POST',
@@ -232,6 +232,11 @@ describe('docker-compose.yml on a real engine', () => {
     const docs = await fetch(url('microblog-api', '/docs'));
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('swagger');
+    // The panel's script, bundled from TypeScript by the image's build (esbuild is not in the image).
+    const script = await fetch(url('microblog-api', '/panel.js'));
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    expect(await script.text()).toMatch(/^\/\* microblog panel: bundled by esbuild/);
   });
 
   /** compose's bootstrap admin key: its name from the compose file, its secret from the log (printed once). */

@@ -464,7 +464,13 @@ describe('.dockerignore', () => {
       'tsconfig.json',
     ].filter((f) => existsSync(join(ROOT, f)));
     for (const ws of workspaceDirs()) {
-      inputs.push(`${ws}/package.json`, ...walk(`${ws}/src`), ...walk(`${ws}/public`));
+      // panel/: microblog-api's browser source, bundled into its /panel.js by the build.
+      inputs.push(
+        `${ws}/package.json`,
+        ...walk(`${ws}/src`),
+        ...walk(`${ws}/public`),
+        ...walk(`${ws}/panel`),
+      );
       if (existsSync(join(ROOT, ws, 'tsconfig.lib.json'))) inputs.push(`${ws}/tsconfig.lib.json`);
     }
     expect(inputs.filter((p) => isIgnored(dockerignore, p))).toEqual([]);

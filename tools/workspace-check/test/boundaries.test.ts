@@ -173,3 +173,39 @@ describe('the clients import nothing of the services', () => {
     60_000,
   );
 });
+
+/**
+ * The one exception: the microblog panel's browser source (apps/microblog-api/panel/src), bundled
+ * into the service's /panel.js, uses the service's own typed client. Only that folder, and only
+ * clients there (a lib is server code); the service's code and tests still may not import a client.
+ */
+describe('the microblog panel is built on its client', () => {
+  const boundaryErrors = (filePath: string, code: string) =>
+    messagesOf(['@nx/enforce-module-boundaries'], filePath, code);
+  const client = importing('createMicroblogClient', '@platform/microblog-client');
+
+  test('its browser source may import the microblog client (no cycle reported)', async () => {
+    expect(await boundaryErrors('apps/microblog-api/panel/src/zz-check.ts', client)).toEqual([]);
+  }, 60_000);
+
+  test('its browser source may not import a lib', async () => {
+    expect(
+      await boundaryErrors(
+        'apps/microblog-api/panel/src/zz-check.ts',
+        importing('parseEnv', '@platform/schema'),
+      ),
+    ).toEqual([expect.stringMatching(/type:app.*can only depend on libs tagged with "type:client"/)]);
+  }, 60_000);
+
+  test.each([
+    'apps/microblog-api/src/zz-check.ts',
+    'apps/microblog-api/test/zz-check.test.ts',
+    'apps/social-api/panel/src/zz-check.ts',
+  ])(
+    '%s may not import a client',
+    async (file) => {
+      expect((await boundaryErrors(file, client)).length).toBeGreaterThan(0);
+    },
+    60_000,
+  );
+});

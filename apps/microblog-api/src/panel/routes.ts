@@ -3,13 +3,31 @@ import type { FastifyPluginAsync } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import { Type } from '@sinclair/typebox';
 import { CLIENT_ID_COOKIE, CLIENT_ID_MAX_AGE_SECONDS } from '../plugins/app/client-id';
+import { BUILT_PUBLIC_DIR, bundlePanel } from './bundle';
 
-/** The classroom panel: plain HTML, JS and CSS from `public/`, no build step. */
+/** The classroom panel's HTML and CSS, served as they are written. */
 export const PUBLIC_DIR = join(__dirname, '..', '..', 'public');
+
+/**
+ * Running from source (tsx, the tests): no build has written the panel's script, so it is bundled
+ * from panel/src on each request (an edit shows on reload). Running the build (npm start, the image):
+ * the script the build wrote, dist/public/panel.js, is a static file like the others.
+ */
+const FROM_SOURCE = __filename.endsWith('.ts');
 
 const panelRoutes: FastifyPluginAsync = async (app) => {
   // Each file gets its own route (no wildcard), so unknown paths stay 404 and POST / stays 405.
-  await app.register(fastifyStatic, { root: PUBLIC_DIR, wildcard: false, index: false, serve: true });
+  await app.register(fastifyStatic, {
+    root: FROM_SOURCE ? PUBLIC_DIR : [PUBLIC_DIR, BUILT_PUBLIC_DIR],
+    wildcard: false,
+    index: false,
+    serve: true,
+  });
+  if (FROM_SOURCE)
+    app.get('/panel.js', { schema: { hide: true } }, async (_request, reply) => {
+      reply.header('cache-control', 'no-cache');
+      return reply.type('application/javascript; charset=utf-8').send(await bundlePanel());
+    });
   app.get(
     '/',
     {
