@@ -18,6 +18,9 @@ jest.setTimeout(30_000);
 
 const FAST = { EVENTS_HEARTBEAT_MS: '100', EVENTS_RETRY_MS: '250' };
 
+/** A post's counters of no reaction, as events written straight into the log carry them. */
+const REACTIONS = JSON.stringify({ like: 0, love: 0, celebrate: 0, insightful: 0, support: 0 });
+
 const servers: TestServer[] = [];
 const streams: EventStreamClient[] = [];
 
@@ -299,10 +302,13 @@ describe('GET /api/microblog/events', () => {
     await slow.until((s) => s.blocks.length > 0, 2000);
     slow.pause();
     expect(app.eventStream.hub.size).toBe(2);
-    // 120 events of 100 KB, two a statement: far more than the sockets' buffers and the limit.
+    // 120 events of 100 KB, two a statement: far more than the sockets' buffers and the limit (each a
+    // post as the document describes it, its content longer than a client may write).
     for (let i = 0; i < 60; i++) {
       await sql`insert into events (kind, payload)
-        select 'post', jsonb_build_object('id', n, 'content', repeat('x', 100000), 'quest_topic', 'online_safety')
+        select 'post', jsonb_build_object('id', n, 'content', repeat('x', 100000), 'quest_topic', 'online_safety',
+          'student_name', 'Ada', 'timestamp', '2026-11-28T00:00:00.000Z', 'replies', '[]'::jsonb, 'reply_count', 0,
+          'reactions', ${REACTIONS}::jsonb)
         from generate_series(1, 2) n`.execute(database.db);
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -374,7 +380,7 @@ describe('GET /api/microblog/events', () => {
     await sql`insert into events (kind, payload)
       select 'post', jsonb_build_object('id', 1000000 + n, 'content', 'burst ' || n, 'quest_topic', 'online_safety',
         'student_name', 'Ada', 'timestamp', '2026-11-28T00:00:00.000Z', 'replies', '[]'::jsonb, 'reply_count', 0,
-        'reactions', '{}'::jsonb)
+        'reactions', ${REACTIONS}::jsonb)
       from generate_series(1, 2) n`.execute(database.db);
     const expected = [...written.map((p) => p.id), 1000001, 1000002];
     for (const s of many) {

@@ -214,8 +214,8 @@ describe('GET /api/events/feed', () => {
     const reader = await open(s, 'feed', ada.token);
     await Promise.all([opened(slow), opened(reader)]);
     slow.pause();
-    // 120 posts of 100 KB, two a statement (written to the log as the posts repository writes them,
-    // with a text no client could send): far more than the sockets' buffers and the limit.
+    // 18,000 posts of 280 characters, 300 a statement (written to the log as the posts repository
+    // writes them): 11 MB, far more than the sockets' buffers and the limit.
     const author = {
       id: ada.id,
       username: ada.username,
@@ -231,11 +231,11 @@ describe('GET /api/events/feed', () => {
     for (let i = 0; i < 60; i++) {
       await sql`insert into events (kind, payload)
         select 'post', ${JSON.stringify(author)}::jsonb
-          || jsonb_build_object('post_id', n, 'post_text', repeat('x', 100000), 'post_timestamp', '2026-11-28T00:00:00.000Z')
-        from generate_series(1, 2) n`.execute(s.database.db);
+          || jsonb_build_object('post_id', n, 'post_text', repeat('x', 280), 'post_timestamp', '2026-11-28T00:00:00.000Z')
+        from generate_series(1, 300) n`.execute(s.database.db);
       await new Promise((r) => setTimeout(r, 10));
     }
-    await reader.messagesUntil(120, 20_000);
+    await reader.messagesUntil(18_000, 20_000);
     expect(s.app.eventStream.hub.dropped).toBe(1);
     slow.response.resume();
     await slow.ended;

@@ -1,4 +1,5 @@
 import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { proveStreamMessage } from './documents/proof';
 
 /** One parsed block of a `text/event-stream` (a message, a `retry:` hint or a comment). */
 export interface SseBlock {
@@ -18,6 +19,8 @@ export type SseMessage = SseBlock & { data: string };
  */
 export class EventStreamClient {
   readonly blocks: SseBlock[] = [];
+  /** The blocks that carry data (events), in order. */
+  readonly messages: SseMessage[] = [];
   /** The bytes received, as text. */
   text = '';
   /** Resolves when the server ends the stream or the connection closes. */
@@ -30,8 +33,12 @@ export class EventStreamClient {
     readonly status: number,
     readonly headers: IncomingHttpHeaders,
     readonly response: IncomingMessage,
+    /** Where it was opened: each message is proven against that stream's documented messages. */
+    readonly url?: string,
   ) {
     response.setEncoding('utf8');
+    const stream = status === 200 && String(headers['content-type']).startsWith('text/event-stream');
+    const proven = stream ? url : undefined;
     this.ended = new Promise((resolve) => {
       const end = () => {
         this.done = true;
@@ -47,16 +54,17 @@ export class EventStreamClient {
       this.buffer += chunk;
       let cut: number;
       while ((cut = this.buffer.indexOf('\n\n')) >= 0) {
-        this.blocks.push(parseBlock(this.buffer.slice(0, cut)));
+        const block = parseBlock(this.buffer.slice(0, cut));
+        this.blocks.push(block);
+        if (block.data !== undefined) {
+          const message = block as SseMessage;
+          this.messages.push(message);
+          if (proven) proveStreamMessage(proven, message);
+        }
         this.buffer = this.buffer.slice(cut + 2);
       }
       this.wake();
     });
-  }
-
-  /** The blocks that carry data (events), in order. */
-  get messages(): SseMessage[] {
-    return this.blocks.filter((b): b is SseMessage => b.data !== undefined);
   }
 
   get isEnded(): boolean {
@@ -87,7 +95,7 @@ export class EventStreamClient {
   /** Waits for `count` messages in all, and answers them. */
   async messagesUntil(count: number, timeoutMs = 5000): Promise<SseMessage[]> {
     await this.until((s) => s.messages.length >= count, timeoutMs, `${count} messages`);
-    return this.messages;
+    return this.messages.slice();
   }
 
   /** Stops reading (the server's writes then queue up), without closing the connection. */
@@ -134,7 +142,7 @@ export function openEventStream(
 ): Promise<EventStreamClient> {
   return new Promise((resolve, reject) => {
     const req = request(url, { agent: false, headers: { accept: 'text/event-stream', ...headers } }, (res) =>
-      resolve(new EventStreamClient(res.statusCode ?? 0, res.headers, res)),
+      resolve(new EventStreamClient(res.statusCode ?? 0, res.headers, res, url)),
     );
     req.on('error', reject);
     req.end();

@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import {
   dialectTestApp,
   DocumentValidator,
+  openEventStream,
   openForTheseTests,
   parseRawResponse,
   proveResponses,
@@ -106,6 +107,34 @@ describe('an app with planted answers, each response proven as it leaves', () =>
   });
 });
 
+describe('the messages of an event stream, as the kit’s openEventStream reads them', () => {
+  const app = openForTheseTests(async () => {
+    const built = await dialectTestApp(dialect, { routes: plantedRoutes(dialect) });
+    await built.listen({ port: 0, host: '127.0.0.1' });
+    return built;
+  });
+  const url = (query = '') =>
+    `http://127.0.0.1:${(app().server.address() as { port: number }).port}/ticks${query}`;
+
+  test('each message is checked against its event’s documented schema', async () => {
+    taken();
+    const before = proof.counts.messages;
+    const good = await openEventStream(url());
+    await good.ended;
+    expect(good.messages).toHaveLength(1);
+    expect(taken()).toEqual([]);
+    const wrong = await openEventStream(url('?wrong=1'));
+    await wrong.ended;
+    expect(taken()).toEqual([
+      expect.stringMatching(
+        /GET http:.*\/ticks\?wrong=1 \(a message of its stream\): event tick: \/data\/n must be integer/,
+      ),
+      expect.stringMatching(/\(a message of its stream\): event tock is not one the stream documents/),
+    ]);
+    expect(proof.counts.messages - before).toBe(4);
+  });
+});
+
 describe('DocumentValidator', () => {
   let app: FastifyInstance;
   let validator: DocumentValidator;
@@ -170,7 +199,8 @@ describe('the Jest setup of the services’ suites', () => {
     const jest = require.resolve('jest/bin/jest');
     const config = join(__dirname, 'fixtures', 'proven', 'jest.config.cjs');
     const run = await promisify(execFile)(process.execPath, [jest, '--config', config, '--json'], {
-      env: { ...process.env, NODE_OPTIONS: '' },
+      // Its responses are its own (not counted in this run's log).
+      env: { ...process.env, NODE_OPTIONS: '', PROVEN_RESPONSES_LOG: '' },
       maxBuffer: 16 * 1024 * 1024,
     }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
     const report = JSON.parse(run.stdout) as {

@@ -29,13 +29,19 @@ export interface ProofCounts {
   unrouted: number;
   /** Answered by routes the service hides from its document (Swagger UI, static files, CORS preflight). */
   hidden: number;
+  /** Messages of event streams, read by the kit's `openEventStream`, checked against their stream's schema. */
+  messages: number;
 }
 
 /** Validators by document, so the apps of a test file that share a document share compiled schemas. */
 const validators = new Map<string, DocumentValidator>();
+/** Each app's validator (its document is complete once it is ready). */
+const validatorsOfApps = new WeakMap<FastifyInstance, DocumentValidator>();
 
 /** The validator of an app's live document (`app.swagger()`, the one the committed file is written from). */
 export function validatorOf(app: FastifyInstance): DocumentValidator {
+  const known = validatorsOfApps.get(app);
+  if (known) return known;
   const document = (app as unknown as { swagger(): OpenApiDocument }).swagger();
   const key = JSON.stringify(document);
   let validator = validators.get(key);
@@ -47,6 +53,7 @@ export function validatorOf(app: FastifyInstance): DocumentValidator {
     });
     validators.set(key, validator);
   }
+  validatorsOfApps.set(app, validator);
   return validator;
 }
 
@@ -177,6 +184,21 @@ export interface ResponseProof {
   stop(): void;
 }
 
+type StreamWatcher = (url: string, message: { id?: string; event?: string; data: string }) => void;
+const streamWatchers = new Set<StreamWatcher>();
+
+/**
+ * Proves one message a test read from an event stream at `url` (the kit's `openEventStream` calls it)
+ * against the stream's documented messages, when a running proof knows the app listening there: the
+ * hub writes events on the sockets below any hook, so they are checked where they are read.
+ */
+export function proveStreamMessage(
+  url: string,
+  message: { id?: string; event?: string; data: string },
+): void {
+  for (const watch of streamWatchers) watch(url, message);
+}
+
 /** Shown of a long URL in a violation. */
 const shortUrl = (url: string) => (url.length > 160 ? `${url.slice(0, 160)}…(${url.length})` : url);
 
@@ -185,21 +207,41 @@ const shortUrl = (url: string) => (url.length > 160 ? `${url.slice(0, 160)}…($
  * each new instance on the `fastify.initialization` diagnostics channel), until `stop`.
  */
 export function proveResponses(): ResponseProof {
-  const counts: ProofCounts = { routed: 0, unrouted: 0, hidden: 0 };
+  const counts: ProofCounts = { routed: 0, unrouted: 0, hidden: 0, messages: 0 };
   const violations: Violation[] = [];
+  const apps = new Set<FastifyInstance>();
+  const record = (response: string, problems: string[]) => {
+    if (!problems.length) return;
+    const test = typeof expect === 'function' ? expect.getState().currentTestName : undefined;
+    violations.push({ response, problems, ...(test ? { test } : {}) });
+  };
   const onInstance = (message: unknown) => {
-    proveResponsesOf((message as { fastify: FastifyInstance }).fastify, (observed, problems, kind) => {
+    const app = (message as { fastify: FastifyInstance }).fastify;
+    apps.add(app);
+    app.addHook('onClose', async () => void apps.delete(app));
+    proveResponsesOf(app, (observed, problems, kind) => {
       counts[kind]++;
-      if (!problems.length) return;
-      const test = typeof expect === 'function' ? expect.getState().currentTestName : undefined;
-      violations.push({
-        response: `${observed.method} ${shortUrl(observed.url)} → ${observed.status}`,
-        problems,
-        ...(test ? { test } : {}),
-      });
+      record(`${observed.method} ${shortUrl(observed.url)} → ${observed.status}`, problems);
     });
   };
+  const streams: StreamWatcher = (url, message) => {
+    const { port, pathname } = new URL(url);
+    const app = [...apps].find((a) => {
+      const address = a.server.listening ? a.server.address() : null;
+      return typeof address === 'object' && address !== null && String(address.port) === port;
+    });
+    if (!app || !documented(app)) return;
+    counts.messages++;
+    let problems: string[];
+    try {
+      problems = validatorOf(app).messageProblems(pathname, message);
+    } catch (error) {
+      problems = [`the validator failed: ${(error as Error).message}`];
+    }
+    record(`GET ${shortUrl(url)} (a message of its stream)`, problems);
+  };
   subscribe('fastify.initialization', onInstance);
+  streamWatchers.add(streams);
   return {
     counts,
     violations,
@@ -218,6 +260,10 @@ export function proveResponses(): ResponseProof {
           (found.length > 20 ? `\n… and ${found.length - 20} more` : ''),
       );
     },
-    stop: () => unsubscribe('fastify.initialization', onInstance),
+    stop() {
+      unsubscribe('fastify.initialization', onInstance);
+      streamWatchers.delete(streams);
+      apps.clear();
+    },
   };
 }

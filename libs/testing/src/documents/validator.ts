@@ -162,6 +162,8 @@ export class DocumentValidator {
   private readonly document: OpenApiDocument;
   private readonly unrouted: Set<number>;
   private readonly errorResponse: Response;
+  /** Each document path as a pattern, literal paths first (`/api/me/following` before `/api/me/{id}`). */
+  private readonly templates: { path: string; pattern: RegExp }[];
 
   constructor(
     document: OpenApiDocument,
@@ -193,6 +195,46 @@ export class DocumentValidator {
       }
     }
     this.ajv.addSchema(this.document as object, 'openapi.json');
+    this.templates = Object.keys(this.document.paths)
+      .map((path) => ({
+        path,
+        pattern: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+      }))
+      .sort((a, b) => Number(a.path.includes('{')) - Number(b.path.includes('{')));
+  }
+
+  /**
+   * What is wrong with one message of an event stream (`GET pathname`, its documented 200
+   * `text/event-stream`): the document describes each message as `{id, event, data}`, one `anyOf`
+   * branch an event name, `data` the JSON of the `data:` line.
+   */
+  messageProblems(pathname: string, message: { id?: string; event?: string; data: string }): string[] {
+    const path = this.templates.find((t) => t.pattern.test(pathname))?.path;
+    const operation = path ? (this.document.paths[path].get as Operation | undefined) : undefined;
+    const schema = operation?.responses?.['200']?.content?.['text/event-stream']?.schema as
+      { anyOf?: { properties?: { event?: { enum?: unknown[]; const?: unknown } } }[] } | undefined;
+    if (!path || !schema) return [`GET ${pathname} documents no event stream`];
+    const event = message.event ?? 'message';
+    let data: unknown;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      return [`event ${event}: its data is not JSON: ${JSON.stringify(message.data.slice(0, 120))}`];
+    }
+    const id =
+      message.id === undefined ? {} : { id: /^\d+$/.test(message.id) ? Number(message.id) : message.id };
+    const at = ['paths', path, 'get', 'responses', '200', 'content', 'text/event-stream', 'schema'];
+    // The branch of this event (its `event` enum), so a failure names its fields, not every branch's.
+    if (schema.anyOf) {
+      const branch = schema.anyOf.findIndex((b) => {
+        const name = b.properties?.event;
+        return name?.const === event || (name?.enum ?? []).includes(event);
+      });
+      if (branch < 0) return [`event ${event} is not one the stream documents`];
+      at.push('anyOf', String(branch));
+    }
+    const validate = this.compile(at, () => this.ajv.compile({ $ref: `openapi.json#/${pointer(at)}` }));
+    return validate({ ...id, event, data }) ? [] : [`event ${event}: ${describeErrors(validate.errors)}`];
   }
 
   /** What is wrong with `response`: nothing when the document describes it. */
