@@ -5,9 +5,24 @@
 // between the build and the npm registry). One after the other: the `npm ci` layer is built once and
 // reused by the other two. Prints each build's time and each image's size above the Node base image;
 // --report writes the same as JSON (the compose test reads it).
+//
+// npm run images:build -- --workspace-test — builds platform/workspace-test:1 instead (and only it): the
+// stand-in workspace image of the session tests, from tools/images/workspace-test (no npm, no secret).
 import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DOCKER, imageExists, imageSize, log, mb, NODE_IMAGE, ROOT, run, seconds, SERVICES } from './lib.mjs';
+import {
+  DOCKER,
+  imageExists,
+  imageSize,
+  log,
+  mb,
+  NODE_IMAGE,
+  ROOT,
+  run,
+  seconds,
+  SERVICES,
+  WORKSPACE_TEST_IMAGE,
+} from './lib.mjs';
 
 const args = process.argv.slice(2);
 const reportPath = args.find((a) => a.startsWith('--report='))?.slice('--report='.length);
@@ -20,6 +35,26 @@ if (unknown.length) {
 if (!imageExists(NODE_IMAGE)) {
   console.error(`[images] no ${NODE_IMAGE} image: run \`npm run images:base\` first`);
   process.exit(1);
+}
+
+if (args.includes('--workspace-test')) {
+  const started = Date.now();
+  log(`building ${WORKSPACE_TEST_IMAGE}`);
+  try {
+    await run(
+      DOCKER,
+      ['build', '--progress=plain', '-t', WORKSPACE_TEST_IMAGE, resolve(ROOT, 'tools/images/workspace-test')],
+      { env: { ...process.env, DOCKER_BUILDKIT: '1' } },
+    );
+  } catch (error) {
+    console.error(`[images] ${WORKSPACE_TEST_IMAGE}: ${error.message}`);
+    process.exit(1);
+  }
+  const bytes = imageSize(WORKSPACE_TEST_IMAGE);
+  log(
+    `${WORKSPACE_TEST_IMAGE}: built in ${seconds(started)} s, ${mb(bytes)} (${mb(bytes - imageSize(NODE_IMAGE))} above the base)`,
+  );
+  process.exit(0);
 }
 
 const ca = process.env.NODE_EXTRA_CA_CERTS;

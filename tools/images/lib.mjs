@@ -17,6 +17,8 @@ export const DEBIAN_IMAGE = 'debian:bookworm-slim';
 export const NODE_VERSION = '24.21.0';
 export const NODE_IMAGE = `node:${NODE_VERSION.split('.')[0]}-bookworm-slim`;
 export const POSTGRES_IMAGE = 'postgres:15';
+/** The stand-in workspace of the session tests (tools/images/workspace-test, `build.mjs --workspace-test`). */
+export const WORKSPACE_TEST_IMAGE = 'platform/workspace-test:1';
 
 /**
  * Debian's own client (20.10): BuildKit works through it without buildx. A client found first on PATH
