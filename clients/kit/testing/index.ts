@@ -148,3 +148,4 @@ export function cookieJar(inner: (input: Request) => Promise<Response> = (r) => 
     },
   };
 }
+export * from './consumer.js';

@@ -30,6 +30,14 @@ export type OperationBody<O extends OperationName> = Omit<
 export type OperationResult<O extends OperationName> =
   Post<O>['responses'][200]['content']['application/json'];
 
+/**
+ * What `call` answers: the 200 answer in `data`, or the `{error_message}` of a 4xx in `error` (one of
+ * the two, so checking `error` narrows `data`, as openapi-fetch's own results do).
+ */
+export type CallResult<O extends OperationName> =
+  | { data: OperationResult<O>; error?: never; response: Response }
+  | { data?: never; error: KasmError; response: Response };
+
 export interface WorkspaceClientOptions extends Credentials {
   /** The service's origin, e.g. `http://localhost:8080`. */
   baseUrl: string;
@@ -42,10 +50,7 @@ export interface WorkspaceClient extends Client<paths> {
    * `POST /api/public/<operation>` with the client's credentials in the body, typed by the document:
    * `data` the 200 answer, `error` the `{error_message}` of a 4xx.
    */
-  call<O extends OperationName>(
-    operation: O,
-    body?: OperationBody<O>,
-  ): Promise<{ data?: OperationResult<O>; error?: KasmError; response: Response }>;
+  call<O extends OperationName>(operation: O, body?: OperationBody<O>): Promise<CallResult<O>>;
 }
 
 /**
