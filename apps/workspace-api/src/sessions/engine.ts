@@ -64,7 +64,11 @@ export type ContainerStatus =
   | { state: 'running'; address: SessionAddress }
   /** Created, not (yet) running. */
   | { state: 'created' }
-  /** It ran and stopped, or could not start: `reason` is the engine's words (exit code, OOM, error). */
+  /**
+   * It ran and stopped, or could not start: `reason` is readable and meant for users (Docker: "The
+   * container exited with code 3: <its last line of output>", "… ran out of memory …", "… could not
+   * start: <the runtime's error>").
+   */
   | { state: 'exited'; reason: string }
   /** No such container. */
   | { state: 'missing' };
@@ -99,6 +103,14 @@ export interface SessionEngine {
    * `spec.registry` when given); `onProgress` told along the way. Resolves with the container's id
    * once it has been started (not necessarily serving yet); rejects with an `EngineError`. A
    * container made before a failure is removed before the promise rejects.
+   *
+   * "Started" is the engine's word: its process has been launched. A workspace whose process exits
+   * right after (a bad environment, a crash at boot) is not a failed start — no engine can tell it
+   * from one that exits a second later — so start() resolves and status() then answers `exited`
+   * with the reason (the exit code and the container's last line of output); the container stays
+   * until remove(), so that the reason can be read. start() rejects only when the engine refuses
+   * to make or launch the container (no image, an entrypoint that does not exist, an unknown
+   * network, a name already taken by this session) or cannot be reached.
    */
   start(
     spec: SessionContainerSpec,
