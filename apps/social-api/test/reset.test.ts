@@ -6,7 +6,7 @@ import { SMTPServer } from 'smtp-server';
 import { randomBytes } from 'node:crypto';
 import { migrateToLatest } from '@platform/db';
 import { freePort, testDatabase } from '@platform/db/testing';
-import { openForTheseTests } from '@platform/testing';
+import { childProofEnv, openForTheseTests } from '@platform/testing';
 import { migrations } from '../src/db/migrations';
 import { createJwt, digest, resetFingerprint } from '../src/tokens/jwt';
 import { buildTestApp, type TestApp, type TestUser } from './support/app';
@@ -477,6 +477,7 @@ async function startService(mode: 'development' | 'production') {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    ...childProofEnv(),
     NODE_ENV: mode,
     PORT: String(port),
     HOST: '127.0.0.1',

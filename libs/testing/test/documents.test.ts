@@ -213,12 +213,17 @@ describe('the Jest setup of the services’ suites', () => {
       'a body against its schema, injected': 'failed',
       'a field the schema does not name, over real HTTP': 'failed',
       'after them, documented answers again': 'passed',
+      "a child process's documented answer": 'passed',
+      "a child process's field the schema does not name": 'failed',
     });
     expect(byTitle['a body against its schema, injected'].failureMessages.join('\n')).toMatch(
       /1 response\(s\) the service's OpenAPI document does not describe:\n- GET \/count\?answer=wrong-type → 200\n {4}body: \/count must be integer/,
     );
     expect(byTitle['a field the schema does not name, over real HTTP'].failureMessages.join('\n')).toMatch(
       /GET \/count\?answer=extra-field → 200\n {4}body: \(root\) must NOT have additional properties "secret"/,
+    );
+    expect(byTitle["a child process's field the schema does not name"].failureMessages.join('\n')).toMatch(
+      /GET \/count\?answer=extra-field → 200 \(a child process\)\n {4}body: \(root\) must NOT have additional properties "secret"/,
     );
   }, 120_000);
 });

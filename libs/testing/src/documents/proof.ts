@@ -5,7 +5,11 @@
  * `DocumentValidator` as they leave, injected or over a real socket alike, and what the document does
  * not describe fails the test that received it.
  */
+import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -203,17 +207,73 @@ export function proveStreamMessage(
 const shortUrl = (url: string) => (url.length > 160 ? `${url.slice(0, 160)}…(${url.length})` : url);
 
 /**
- * Proves the responses of every Fastify app created from now on in this process (Fastify publishes
- * each new instance on the `fastify.initialization` diagnostics channel), until `stop`.
+ * The proofs of the services' own processes that tests start (`childProcessEnv`): each child writes
+ * its violations as they happen, and its counts when it exits, to its file here, as JSON lines
+ * (`{"violation": …}`, `{"counts": …}`); the running proof reads them.
  */
-export function proveResponses(): ResponseProof {
+const childLogs = new Map<string, { offset: number }>();
+
+/** A new file for a child process's proof, read by the proof of this process from now on. */
+export function childProofLog(): string {
+  const file = join(tmpdir(), `proven-responses-${process.pid}-${randomUUID()}.jsonl`);
+  writeFileSync(file, '');
+  childLogs.set(file, { offset: 0 });
+  return file;
+}
+
+/** The lines the children wrote since the last read. */
+function readChildLogs(): Array<{ violation?: Violation; counts?: ProofCounts }> {
+  const lines: Array<{ violation?: Violation; counts?: ProofCounts }> = [];
+  for (const [file, position] of childLogs) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    // Only whole lines: a child may be writing the next one.
+    const end = text.lastIndexOf('\n') + 1;
+    if (end <= position.offset) continue;
+    for (const line of text.slice(position.offset, end).split('\n'))
+      if (line) lines.push(JSON.parse(line) as { violation?: Violation; counts?: ProofCounts });
+    position.offset = end;
+  }
+  return lines;
+}
+
+/**
+ * Proves the responses of every Fastify app created from now on in this process (Fastify publishes
+ * each new instance on the `fastify.initialization` diagnostics channel), until `stop`, and gathers
+ * the proofs of the children started with `childProcessEnv`. `onViolation` takes each violation as
+ * it is found instead of keeping it (a child process's proof).
+ */
+export function proveResponses(onViolation?: (violation: Violation) => void): ResponseProof {
   const counts: ProofCounts = { routed: 0, unrouted: 0, hidden: 0, messages: 0 };
   const violations: Violation[] = [];
   const apps = new Set<FastifyInstance>();
+  const currentTest = () => (typeof expect === 'function' ? expect.getState().currentTestName : undefined);
   const record = (response: string, problems: string[]) => {
     if (!problems.length) return;
-    const test = typeof expect === 'function' ? expect.getState().currentTestName : undefined;
-    violations.push({ response, problems, ...(test ? { test } : {}) });
+    const test = currentTest();
+    const violation = { response, problems, ...(test ? { test } : {}) };
+    if (onViolation) onViolation(violation);
+    else violations.push(violation);
+  };
+  // A child's violation belongs to the test running when it is read (the one that started the child
+  // or received the answer, or the next when the child wrote it late).
+  const gatherChildren = () => {
+    const test = currentTest();
+    for (const line of readChildLogs()) {
+      if (line.violation)
+        violations.push({
+          ...line.violation,
+          response: `${line.violation.response} (a child process)`,
+          ...(test ? { test } : {}),
+        });
+      if (line.counts)
+        for (const kind of Object.keys(counts) as Array<keyof ProofCounts>)
+          counts[kind] += line.counts[kind] ?? 0;
+    }
   };
   const onInstance = (message: unknown) => {
     const app = (message as { fastify: FastifyInstance }).fastify;
@@ -246,6 +306,7 @@ export function proveResponses(): ResponseProof {
     counts,
     violations,
     assertDocumented() {
+      gatherChildren();
       if (!violations.length) return;
       const found = violations.splice(0);
       throw new Error(
@@ -261,6 +322,9 @@ export function proveResponses(): ResponseProof {
       );
     },
     stop() {
+      gatherChildren();
+      for (const file of childLogs.keys()) rmSync(file, { force: true });
+      childLogs.clear();
       unsubscribe('fastify.initialization', onInstance);
       streamWatchers.delete(streams);
       apps.clear();
