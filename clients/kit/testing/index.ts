@@ -4,6 +4,8 @@
  * (and flags a response the document does not describe), and a browser-like cookie jar for fetch.
  */
 
+import { parseServerSentEvents, type ServerSentEvent } from '../src/server-sent-events.js';
+
 interface Responses {
   responses?: Record<string, { content?: Record<string, unknown> }>;
 }
@@ -60,9 +62,17 @@ function matcher(document: Document) {
   };
 }
 
+/** A message of an event stream the client read, with the stream's URL. */
+export type StreamMessageWatcher = (url: string, message: ServerSentEvent) => void;
+
+/**
+ * `onStreamMessage` is given every message of every event stream the client receives, as the client
+ * reads it (the body is teed): the contract tests prove each against the document's stream schema.
+ */
 export function recorder(
   document: Document,
   inner: (input: Request) => Promise<Response> = (r) => fetch(r),
+  onStreamMessage?: StreamMessageWatcher,
 ): Recorder {
   const match = matcher(document);
   const calls: RecordedCall[] = [];
@@ -70,7 +80,22 @@ export function recorder(
   return {
     calls,
     async fetch(request) {
-      const response = await inner(request);
+      let response = await inner(request);
+      if (
+        onStreamMessage &&
+        response.body &&
+        response.headers.get('content-type')?.startsWith('text/event-stream')
+      ) {
+        const [client, watched] = response.body.tee();
+        response = new Response(client, response);
+        void (async () => {
+          try {
+            for await (const message of parseServerSentEvents(watched)) onStreamMessage(request.url, message);
+          } catch {
+            // The stream ended under the client (aborted, dropped): what was read was proven.
+          }
+        })();
+      }
       const pathname = new URL(request.url).pathname;
       const operation = match(request.method, pathname);
       if (!operation) strays.push(`${request.method} ${pathname}: no such operation in the document`);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '@platform/microblog-api/test-support';
+import { proveStreamMessage } from '@platform/testing';
 import { recorder, type Document, type Recorder } from '@platform/client-kit/testing';
 import {
   ApiError,
@@ -27,7 +28,8 @@ let client: MicroblogClient;
 beforeAll(async () => {
   // A `retry:` hint that leaves a dropped stream away long enough for writes to happen meanwhile.
   server = await startTestServer({}, { EVENTS_RETRY_MS: '500' });
-  calls = recorder(document);
+  // Each message a stream gives the client is proven against the document, as the services' tests' are.
+  calls = recorder(document, undefined, proveStreamMessage);
   client = createMicroblogClient({ baseUrl: server.baseUrl, fetch: calls.fetch });
 });
 afterAll(() => server?.close());

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '@platform/social-api/test-support';
+import { proveStreamMessage } from '@platform/testing';
 import { cookieJar, recorder, type Document, type Recorder } from '@platform/client-kit/testing';
 import {
   createSocialClient,
@@ -51,7 +52,8 @@ async function signedUp(): Promise<{
 beforeAll(async () => {
   // Streams check their token often, and come back quickly when dropped.
   server = await startTestServer({ EVENTS_TOKEN_CHECK_MS: '100', EVENTS_RETRY_MS: '300' });
-  calls = recorder(document);
+  // Each message a stream gives the client is proven against the document, as the services' tests' are.
+  calls = recorder(document, undefined, proveStreamMessage);
 });
 afterAll(() => server?.close());
 
