@@ -73,6 +73,35 @@ export interface GroupImagesTable {
   created: Generated<Date>;
 }
 
+/** A session's states: `requested → starting → running → stopping → stopped`, or `failed`. */
+export const SESSION_STATES = ['requested', 'starting', 'running', 'stopping', 'stopped', 'failed'] as const;
+export type SessionState = (typeof SESSION_STATES)[number];
+/** The states of a session that is not over (it counts towards the user's maximum). */
+export const LIVE_STATES = ['requested', 'starting', 'running', 'stopping'] as const satisfies SessionState[];
+
+export interface SessionsTable {
+  id: Generated<string>;
+  user_id: string;
+  image_id: string | null;
+  image_name: string;
+  state: Generated<SessionState>;
+  provider: string;
+  hostname: string;
+  web_port: number;
+  container_id: string | null;
+  reason: string | null;
+  progress: Generated<number>;
+  message: string | null;
+  environment: ColumnType<Record<string, string>, string | undefined, string>;
+  created: Generated<Date>;
+  started: Date | null;
+  keepalive: Generated<Date>;
+  expiration: Date;
+  stopped: Date | null;
+  connect_token_hash: string | null;
+  connect_token_expires: Date | null;
+}
+
 export interface WorkspaceDatabase {
   api_keys: ApiKeysTable;
   users: UsersTable;
@@ -80,6 +109,7 @@ export interface WorkspaceDatabase {
   user_groups: UserGroupsTable;
   images: ImagesTable;
   group_images: GroupImagesTable;
+  sessions: SessionsTable;
 }
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
@@ -89,3 +119,5 @@ export type UserUpdate = Updateable<UsersTable>;
 export type GroupRow = Selectable<GroupsTable>;
 export type ImageRow = Selectable<ImagesTable>;
 export type NewImage = Insertable<ImagesTable>;
+export type SessionRow = Selectable<SessionsTable>;
+export type NewSession = Insertable<SessionsTable>;
