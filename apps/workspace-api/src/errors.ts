@@ -16,6 +16,7 @@ export const Unauthorized = E('UNAUTHORIZED', 'Unauthorized', 401);
 
 // requests
 export const MissingParameters = E('MISSING_PARAMETERS', 'Invalid Request: Missing required parameters');
+export const InvalidRequestDetail = E<[string]>('INVALID_REQUEST_DETAIL', 'Invalid Request: %s');
 export const BadPaging = E('BAD_PAGING', 'Invalid Request: page and page_size must be positive');
 
 // users
@@ -44,6 +45,54 @@ export const ImageExists = E<[string]>('IMAGE_EXISTS', 'Image (%s) already exist
 export const InvalidWorkspace = E<[string]>('INVALID_WORKSPACE', 'Invalid workspace: %s');
 export const MissingGroupOrImage = E('MISSING_GROUP_OR_IMAGE', 'Invalid request, missing group or image id');
 export const GroupOrImageMissing = E('GROUP_OR_IMAGE_MISSING', 'Group or image does not exist');
+
+// acting for a user (a top-level `user_id`, Kasm's impersonation)
+export const ImpersonationRefused = E<[string]>(
+  'IMPERSONATION_REFUSED',
+  'API Key (%s) is not authorized to impersonate a user.',
+  401,
+);
+export const InvalidActingUser = E<[string]>('INVALID_ACTING_USER', 'Invalid user_id (%s)');
+
+// sessions
+export const SessionsUnavailable = E(
+  'SESSIONS_UNAVAILABLE',
+  'Sessions are not available: no container engine is configured',
+);
+export const NoActingUser = E<[string]>(
+  'NO_ACTING_USER',
+  'DevAPI Key (%s) made invalid call to impersonate a user without providing a user_id.',
+);
+export const NoUserSent = E('NO_USER_SENT', 'No User sent with request');
+export const NoDefaultImage = E('NO_DEFAULT_IMAGE', 'No Default Image Found');
+export const ImageDisabled = E<[string]>('IMAGE_DISABLED', 'Image (%s) is disabled');
+export const ImageNotAllowed = E<[string, string]>(
+  'IMAGE_NOT_ALLOWED',
+  'Image (%s) is not available to user (%s)',
+);
+export const SharingUnsupported = E(
+  'SHARING_UNSUPPORTED',
+  'Session sharing is not supported (enable_sharing)',
+);
+export const SessionLimit = E<[string]>('SESSION_LIMIT', 'Kasm limit exceeded for user: (%s)');
+export const InvalidKasmId = E<[string]>('INVALID_KASM_ID', 'Invalid kasm_id (%s)');
+export const KeepaliveError = E<[string]>('KEEPALIVE_ERROR', 'Keepalive Error: %s');
+export const DestroyError = E<[string]>('DESTROY_ERROR', 'Destroy Error: %s', 503);
+export const KasmNotRunning = E('KASM_NOT_RUNNING', 'Kasm is not running or is not responding');
+export const PrivilegedExec = E(
+  'PRIVILEGED_EXEC',
+  'Privileged commands are not supported (exec_config.privileged)',
+);
+export const ExecFailed = E<[string]>('EXEC_FAILED', 'Kasm exec failed: %s');
+export const ExecUnavailable = E<[string]>('EXEC_UNAVAILABLE', 'Kasm exec failed: %s', 503);
+export const UnsupportedOperation = E<[string]>(
+  'UNSUPPORTED_OPERATION',
+  'Unsupported request: %s is not available on this server',
+);
+export const UserHasSessions = E<[string]>(
+  'USER_HAS_SESSIONS',
+  "Users contains (%s) kasms and 'force' option not set to True",
+);
 
 /** Kasm Workspaces' error body: one sentence, whatever went wrong. */
 export const KasmError = Type.Object(

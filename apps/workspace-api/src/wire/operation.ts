@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyPluginAsync, RouteShorthandOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { errorResponses } from '@platform/http-kit';
 import type { OperationAccess } from '../auth/permissions';
@@ -21,6 +21,17 @@ export const OperationBody = <T extends TProperties>(properties: T = {} as T, de
 /** The answer of an operation that only says it is done: `{}`. */
 export const EmptyResponse = (description: string) => Type.Object({}, { description });
 
+/** The documentation of an access rule: `Permission: **…**` and what else it takes. */
+function permissionLine(access: OperationAccess): string {
+  const permission = access.permission === 'any' ? 'any valid key' : access.permission;
+  const or = access.orPermission ? ` (or **${access.orPermission}**, for any user\u2019s session)` : '';
+  const acting = access.actsForUser
+    ? '; acting for a user (`user_id`) also takes **Users Auth Session**'
+    : '';
+  const readOnly = access.writes ? ' (not with a read-only key)' : '';
+  return `Permission: **${permission}**${or}${acting}${readOnly}.`;
+}
+
 /** Route options every Kasm operation shares: access rule, tag, error responses. */
 export function operation(access: OperationAccess, tag: string, summary: string, description: string) {
   return {
@@ -28,7 +39,7 @@ export function operation(access: OperationAccess, tag: string, summary: string,
     schema: {
       tags: [tag],
       summary,
-      description: `${description}\n\nPermission: **${access.permission === 'any' ? 'any valid key' : access.permission}**${access.writes ? ' (not with a read-only key)' : ''}.`,
+      description: `${description}\n\n${permissionLine(access)}`,
       security: [{ apiKeyHeader: [], apiKeySecretHeader: [] }],
     },
     /** Kasm answers 400 (validation, unknown entities), 401 (permission), 403 (credentials); 500 and 503 are the platform's. */
@@ -48,9 +59,10 @@ export interface KasmOperation<B extends TSchema, R extends TSchema, S> {
   response: R;
   /**
    * Answers a body that passed `body`'s schema, with the feature's service; a Kasm error thrown is
-   * answered in the Kasm dialect.
+   * answered in the Kasm dialect. `request` carries what the auth hook found (`apiKey`,
+   * `actingUser`) for operations whose answer depends on who asks.
    */
-  answer(body: Static<B>, service: S): Promise<Static<R>>;
+  answer(body: Static<B>, service: S, request: FastifyRequest): Promise<Static<R>>;
 }
 
 /**
@@ -68,7 +80,7 @@ export function operationsOf<S>(tag: string, createService: (app: FastifyInstanc
         config: op.config,
         schema: { ...op.schema, body, response: { 200: response, ...op.errors } },
       };
-      app.post(`/${name}`, options, (request) => answer(request.body, service));
+      app.post(`/${name}`, options, (request) => answer(request.body, service, request));
     }
   };
   return {
@@ -81,8 +93,8 @@ export function operationsOf<S>(tag: string, createService: (app: FastifyInstanc
 
 /** The answer of an operation that answers `{}` once `act` is done. */
 export const answerEmpty =
-  <B, S>(act: (body: B, service: S) => Promise<unknown>) =>
-  async (body: B, service: S): Promise<Record<string, never>> => {
-    await act(body, service);
+  <B, S>(act: (body: B, service: S, request: FastifyRequest) => Promise<unknown>) =>
+  async (body: B, service: S, request: FastifyRequest): Promise<Record<string, never>> => {
+    await act(body, service, request);
     return {};
   };

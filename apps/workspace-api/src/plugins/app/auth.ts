@@ -1,10 +1,19 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AccessDenied, AccessExpired, InvalidRequest, Unauthorized } from '../../errors';
-import type { ApiKeyRow } from '../../db/schema';
+import {
+  AccessDenied,
+  AccessExpired,
+  ImpersonationRefused,
+  InvalidActingUser,
+  InvalidRequest,
+  Unauthorized,
+} from '../../errors';
+import type { ApiKeyRow, UserRow } from '../../db/schema';
 import { createApiKeysRepository } from '../../auth/repository';
 import { secretMatches, hashSecret } from '../../auth/keys';
-import type { OperationAccess } from '../../auth/permissions';
+import { keyHas, type OperationAccess } from '../../auth/permissions';
+import { createUsersRepository } from '../../users/repository';
+import { parseId } from '../../wire/kasm';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,6 +26,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key that authenticated this request (Kasm operations only). */
     apiKey?: ApiKeyRow;
+    /**
+     * The user the request acts for: the body's top-level `user_id` on an operation that allows it
+     * (`OperationAccess.actsForUser`), checked here; undefined when none was sent.
+     */
+    actingUser?: UserRow;
   }
 }
 
@@ -46,6 +60,7 @@ export interface ApiKeyAuthOptions {
 export default fp<ApiKeyAuthOptions>(
   async function apiKeyAuth(app, { protectedPrefix }) {
     const keys = createApiKeysRepository(app.database.db);
+    const users = createUsersRepository(app.database.db);
     const prefix = protectedPrefix.endsWith('/') ? protectedPrefix : `${protectedPrefix}/`;
     const guarded = new Map<string, OperationAccess | undefined>();
     app.decorate('guardedRoutes', guarded);
@@ -73,11 +88,22 @@ export default fp<ApiKeyAuthOptions>(
       if (key.expires && key.expires.getTime() <= Date.now()) throw new AccessExpired();
       if (access.writes && key.read_only) throw new Unauthorized();
       const granted =
-        key.permissions.includes('Global Admin') ||
         access.permission === 'any' ||
-        key.permissions.includes(access.permission);
+        keyHas(key, access.permission) ||
+        (access.orPermission !== undefined && keyHas(key, access.orPermission));
       if (!granted) throw new Unauthorized();
       request.apiKey = key;
+
+      // Kasm's impersonation: a `user_id` (a non-blank string; null and blanks are absent) makes the
+      // request the user's, for a key that may log in as users (`User` + `Users Auth Session`).
+      const userId = access.actsForUser ? bodyField(request, 'user_id') : undefined;
+      if (userId === undefined || userId.trim() === '') return;
+      if (!keyHas(key, 'User') || !keyHas(key, 'Users Auth Session'))
+        throw new ImpersonationRefused(key.name);
+      const id = parseId(userId);
+      const user = id === undefined ? undefined : await users.findById(id);
+      if (!user) throw new InvalidActingUser(userId);
+      request.actingUser = user;
     });
   },
   { name: 'api-key-auth', dependencies: ['database'] },
