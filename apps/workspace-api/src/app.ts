@@ -11,6 +11,10 @@ import authRoutes from './auth/routes';
 import usersRoutes from './users/routes';
 import groupsRoutes from './groups/routes';
 import imagesRoutes from './images/routes';
+import sessionsPlugin from './plugins/app/sessions';
+import sessionsRoutes from './sessions/routes';
+import type { SessionEngine } from './sessions/engine';
+import { engineFromConfig } from './sessions/engine/from-config';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -22,6 +26,11 @@ declare module 'fastify' {
 export interface AppDependencies {
   /** An open database to use instead of opening one from `config.database` (tests). */
   database?: Database<WorkspaceDatabase>;
+  /**
+   * The container engine sessions run on, instead of the one `SESSIONS_ENGINE` names (tests give the
+   * in-process one); the caller closes it.
+   */
+  engine?: SessionEngine;
 }
 
 const DESCRIPTION = `User, group and workspace management, wire-compatible with Kasm Workspaces' developer API
@@ -31,6 +40,11 @@ const DESCRIPTION = `User, group and workspace management, wire-compatible with 
 Ids are UUIDs as 32 lowercase hex characters (dashed input accepted); datetimes are UTC
 \`YYYY-MM-DD HH:MM:SS.ffffff\`; errors are \`{"error_message": "..."}\` with Kasm's statuses: 400 for bad
 input and unknown entities, 401 for missing permissions or an expired key, 403 for bad credentials.
+
+Sessions (\`request_kasm\`, \`get_kasm_status\`, \`get_kasms\`, \`keepalive\`, \`destroy_kasm\`, \`exec_command_kasm\`) run
+each workspace as a container on the configured engine (\`SESSIONS_ENGINE\`: the Docker Engine API, or an in-process
+stand-in for demos and tests); without one they answer 400 and everything else works. The other session operations of
+Kasm's API answer 400 \`Unsupported request: <operation> is not available on this server\`.
 
 Choices where the contract is silent: group names are unique as written (case-sensitive); a malformed
 \`page\`/\`page_size\` type is a 400 like any wrong type; an id that is not a string is a 400 type error
@@ -58,6 +72,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         users: 'Users',
         groups: 'Groups and memberships',
         images: 'Workspaces (images) and the groups allowed to use them',
+        sessions: 'Sessions: workspaces running as containers, started, reached, kept alive and destroyed',
       }),
       openapi: {
         components: {
@@ -76,10 +91,15 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   if (config.bootstrapKey) await ensureBootstrapKey(app, config.bootstrapKey);
   await app.register(apiKeyAuth, { protectedPrefix: '/api/public' });
+  await app.register(sessionsPlugin, {
+    engine: deps.engine ?? engineFromConfig(config),
+    ownsEngine: deps.engine === undefined,
+  });
 
   await app.register(authRoutes, { prefix: '/api/public' });
   await app.register(usersRoutes, { prefix: '/api/public' });
   await app.register(groupsRoutes, { prefix: '/api/public' });
   await app.register(imagesRoutes, { prefix: '/api/public' });
+  await app.register(sessionsRoutes, { prefix: '/api/public' });
   return app;
 }
