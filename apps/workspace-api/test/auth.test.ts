@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '@platform/http-kit';
 import { buildApp } from '../src/app';
-import { OPERATION_ACCESS, type Permission } from '../src/auth/permissions';
+import { OPERATION_ACCESS, UNSUPPORTED_OPERATIONS, type Permission } from '../src/auth/permissions';
 import { loadConfig } from '../src/config';
 import { kasmDialect } from '../src/errors';
 import { openForTheseTests } from '@platform/testing';
@@ -22,6 +22,9 @@ const INVALID_USER: Outcome = [400, `Invalid User ID (${UNKNOWN})`];
 const INVALID_GROUP: Outcome = [400, `Invalid Group ID (${UNKNOWN})`];
 const MISSING: Outcome = [400, 'Invalid Request: Missing required parameters'];
 const NO_GROUP_OR_IMAGE: Outcome = [400, 'Group or image does not exist'];
+/** This matrix runs without a container engine: the session operations say so once a key may run them. */
+const NO_ENGINE: Outcome = [400, 'Sessions are not available: no container engine is configured'];
+const A_SESSION = { kasm_id: UNKNOWN };
 
 /** Bodies naming entities that do not exist (or, for create_group, a priority out of range). */
 const aUser = (fields: Record<string, unknown> = {}) => ({ target_user: { user_id: UNKNOWN, ...fields } });
@@ -67,6 +70,15 @@ const OPERATIONS = [
   operation('remove_images_group', 'Groups Modify', WRITES, { ...A_GROUP, ...AN_IMAGE }, NO_GROUP_OR_IMAGE),
   operation('get_images_group', 'Groups View', READS, A_GROUP, INVALID_GROUP),
   operation('get_user_images', 'Users View', READS, aUser(), UNKNOWN_USER),
+  operation('request_kasm', 'User', WRITES, {}, NO_ENGINE),
+  operation('get_kasm_status', 'User', READS, A_SESSION, NO_ENGINE),
+  operation('get_kasms', 'Sessions View', READS, {}, NO_ENGINE),
+  operation('keepalive', 'User', READS, A_SESSION, NO_ENGINE),
+  operation('destroy_kasm', 'User', WRITES, A_SESSION, NO_ENGINE),
+  operation('exec_command_kasm', 'User', WRITES, A_SESSION, NO_ENGINE),
+  ...UNSUPPORTED_OPERATIONS.map((op) =>
+    operation(op, 'any', READS, {}, [400, `Unsupported request: ${op} is not available on this server`]),
+  ),
 ];
 
 describe('authorization matrix: every operation × every credential situation', () => {
@@ -337,7 +349,7 @@ describe('the auth hook fails closed', () => {
     );
     expected['GET /api/public/validate_credentials'] = OPERATION_ACCESS.validate_credentials;
     expect(registered).toEqual(expected);
-    expect(Object.keys(registered)).toHaveLength(24);
+    expect(Object.keys(registered)).toHaveLength(24 + 6 + UNSUPPORTED_OPERATIONS.length);
   });
 
   test('the table grants each operation the permission the contract documents', () => {
@@ -346,5 +358,19 @@ describe('the auth hook fails closed', () => {
     expect(
       Object.fromEntries(Object.entries(OPERATION_ACCESS).map(([op, a]) => [op, [a.permission, a.writes]])),
     ).toEqual(documented);
+    // The session operations' other ways in (the sessions tests run each): acting for a user, and
+    // the Sessions permissions over other users' sessions.
+    const more = Object.fromEntries(
+      Object.entries(OPERATION_ACCESS)
+        .filter(([, a]) => a.actsForUser || a.orPermission)
+        .map(([op, a]) => [op, [a.actsForUser ?? false, a.orPermission ?? null]]),
+    );
+    expect(more).toEqual({
+      request_kasm: [true, null],
+      get_kasm_status: [true, null],
+      keepalive: [true, 'Sessions Modify'],
+      destroy_kasm: [true, 'Sessions Delete'],
+      exec_command_kasm: [true, 'Sessions Modify'],
+    });
   });
 });

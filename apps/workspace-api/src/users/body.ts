@@ -83,7 +83,7 @@ export const DeleteUserBody = Body({
   target_user: target({ user_id: UserId() }, '`user_id` is required'),
   force: Type.Optional(
     Type.Unknown({
-      description: 'Boolean, default false (no sessions exist here, so it has no further effect)',
+      description: 'Boolean, default false: true deletes a user with live sessions, ending them',
     }),
   ),
 });

@@ -1,6 +1,12 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { param, prepare, SQLSTATE, sqlState } from '@platform/db';
-import type { NewUser, UserRow, UserUpdate, WorkspaceDatabase } from '../db/schema';
+import {
+  LIVE_STATES,
+  type NewUser,
+  type UserRow,
+  type UserUpdate,
+  type WorkspaceDatabase,
+} from '../db/schema';
 import { deleteWhere } from '../db/statements';
 import { ALL_USERS_GROUP_ID } from '../wire/kasm';
 
@@ -11,9 +17,20 @@ export interface MembershipRow {
   name: string;
 }
 
-/** A user as get_users lists it: the columns the wire shows and the user's groups, in order. */
+/** A live session as get_users lists it with its user (timestamps as JSON writes them). */
+export interface ListedSession {
+  id: string;
+  created: string;
+  keepalive: string;
+  expiration: string;
+  hostname: string;
+  web_port: number;
+}
+
+/** A user as get_users lists it: the columns the wire shows, the user's groups and live sessions, in order. */
 export type ListedUserRow = Omit<UserRow, 'password_hash'> & {
   groups: { name: string; group_id: string }[];
+  kasms: ListedSession[];
 };
 
 /** One page of users with their groups, and the number of all users. */
@@ -26,8 +43,9 @@ type ListedRow = { total: number } & (ListedUserRow | { [K in keyof ListedUserRo
 
 /**
  * get_users in one statement: the total, the page in creation order (ties by id) and each user's
- * groups (by priority, the higher number first, then name) as JSON. The left join keeps the total
- * when the page is empty (no users, or a page past the end). `$1` offset, `$2` limit (null: all).
+ * groups (by priority, the higher number first, then name) and, when `$3`, live sessions (oldest
+ * first) as JSON. The left join keeps the total when the page is empty (no users, or a page past the
+ * end). `$1` offset, `$2` limit (null: all), `$3` whether to read sessions.
  * A lateral join with a correlated JSON aggregate, written as SQL (Kysely's builders would only
  * spell it out longer); prepared once by the repository.
  */
@@ -41,12 +59,24 @@ const listWithGroups = sql<ListedRow>`
         select json_agg(json_build_object('name', g.name, 'group_id', g.id) order by g.priority desc, g.name)
         from user_groups ug join groups g on g.id = ug.group_id
         where ug.user_id = u.id
-      ), '[]') as groups
+      ), '[]') as groups,
+      coalesce((
+        select json_agg(json_build_object('id', s.id, 'created', s.created, 'keepalive', s.keepalive,
+          'expiration', s.expiration, 'hostname', s.hostname, 'web_port', s.web_port) order by s.created, s.id)
+        from sessions s
+        where ${param<boolean>(3)} and s.user_id = u.id
+          and s.state in ('requested', 'starting', 'running', 'stopping')
+      ), '[]') as kasms
     from users u
     order by u.created, u.id
     offset ${param<number>(1)} limit ${param<number | null>(2)}
   ) as page on true
   order by page.created, page.id`;
+
+export type DeleteResult =
+  | { status: 'deleted'; sessions: { id: string; container_id: string | null }[] }
+  | { status: 'unknown' }
+  | { status: 'has-sessions'; count: number };
 
 export type CreateResult = { status: 'created'; row: UserRow } | { status: 'username-taken' };
 export type UpdateResult =
@@ -57,11 +87,16 @@ const isUsernameTaken = (error: unknown) => sqlState(error) === SQLSTATE.uniqueV
 
 /** Every statement the users operations run. Ids are the database (dashed) form. */
 export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
-  const listPage = prepare(db, listWithGroups, (page?: { offset: number; limit: number }) => [
-    // A page past the end is empty whatever its number: the offset is kept within bigint.
-    Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),
-    page?.limit ?? null,
-  ]);
+  const listPage = prepare(
+    db,
+    listWithGroups,
+    (page: { offset: number; limit: number } | undefined, withSessions: boolean) => [
+      // A page past the end is empty whatever its number: the offset is kept within bigint.
+      Math.min(page?.offset ?? 0, Number.MAX_SAFE_INTEGER),
+      page?.limit ?? null,
+      withSessions,
+    ],
+  );
   const byId = prepare(
     db,
     db.selectFrom('users').selectAll().where('id', '=', param<string>(1)),
@@ -95,9 +130,15 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
       return (await byUsername(username))[0];
     },
 
-    /** A page of users (every user without `page`) with their groups and the total, in one statement. */
-    async listWithGroups(page?: { offset: number; limit: number }): Promise<UsersPage> {
-      const rows = await listPage(page);
+    /**
+     * A page of users (every user without `page`) with their groups, their live sessions when
+     * `withSessions`, and the total, in one statement.
+     */
+    async listWithGroups(
+      page: { offset: number; limit: number } | undefined,
+      withSessions: boolean,
+    ): Promise<UsersPage> {
+      const rows = await listPage(page, withSessions);
       const total = rows[0]?.total ?? 0;
       // With no user on the page, the one row holds the total and nulls.
       const users = rows.filter((row): row is { total: number } & ListedUserRow => row.id !== null);
@@ -150,9 +191,31 @@ export function createUsersRepository(db: Kysely<WorkspaceDatabase>) {
       }
     },
 
-    /** Deletes a user (memberships go with them); false when there was none. */
-    async delete(id: string): Promise<boolean> {
-      return deleteWhere(db, 'users', { id });
+    /**
+     * Deletes a user, their memberships and their sessions' rows (foreign key cascades), in one
+     * transaction holding the user's row: a user with live sessions is refused unless `force`, and a
+     * concurrent request_kasm (which locks the same row) either ran before and is counted, or finds
+     * the user gone. The live sessions deleted are answered, for their containers to be removed.
+     */
+    async delete(id: string, force: boolean): Promise<DeleteResult> {
+      return db.transaction().execute(async (trx: Transaction<WorkspaceDatabase>) => {
+        const user = await trx
+          .selectFrom('users')
+          .select('id')
+          .where('id', '=', id)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!user) return { status: 'unknown' as const };
+        const live = await trx
+          .selectFrom('sessions')
+          .select(['id', 'container_id'])
+          .where('user_id', '=', id)
+          .where('state', 'in', LIVE_STATES)
+          .execute();
+        if (live.length && !force) return { status: 'has-sessions' as const, count: live.length };
+        await deleteWhere(trx, 'users', { id });
+        return { status: 'deleted' as const, sessions: live };
+      });
     },
   };
 }

@@ -1,5 +1,6 @@
+import type { FastifyRequest } from 'fastify';
 import { annotate } from '@platform/schema';
-import { reads, writes } from '../auth/permissions';
+import { keyHas, reads, writes } from '../auth/permissions';
 import { ForceNotBoolean, InvalidRequest } from '../errors';
 import { required, requiredNamed } from '../wire/fields';
 import { answerEmpty, EmptyResponse, operationsOf } from '../wire/operation';
@@ -13,7 +14,7 @@ import {
   UpdateUserNameBody,
   UpdateUserPasswordBody,
 } from './body';
-import { UserResponse, UsersResponse } from './schemas';
+import { UserResponse, UsersWithKasmsResponse, UserWithKasmsResponse } from './schemas';
 import { createUsersService } from './service';
 
 const userResponse = (description: string) => annotate(UserResponse, { description });
@@ -24,8 +25,17 @@ const updateOf = <T extends { user_id?: string | null }>(body: { target_user?: T
   return [requiredNamed(target.user_id, InvalidRequest), target] as const;
 };
 
+/** Kasm fills a user's `kasms` only for keys that may see sessions. */
+const seesSessions = (request: FastifyRequest) => keyHas(request.apiKey!, 'Sessions View');
+
+const KASMS =
+  '`kasms` lists the user\u2019s live sessions (`{kasm_id, start_date, keepalive_date, expiration_date, server}`) when the ' +
+  'key has `Sessions View`, and is empty otherwise.';
+
 /** The users operations, answered by the users service. */
-const operations = operationsOf('users', (app) => createUsersService(app.database.db, app.config));
+const operations = operationsOf('users', (app) =>
+  createUsersService(app.database.db, app.config, app.sessions),
+);
 
 operations.add({
   name: 'get_users',
@@ -34,10 +44,10 @@ operations.add({
   description:
     'Users ordered by creation (oldest first, then by id), with `total`, the number of all users. Without `page` every user ' +
     'is returned (clients look users up on their side); with `page` (1-based) one page of `page_size` users ' +
-    `(1..${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}). A page past the end is empty.`,
+    `(1..${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}). A page past the end is empty. ${KASMS}`,
   body: GetUsersBody,
-  response: annotate(UsersResponse, { description: 'Users and their total' }),
-  answer: (body, users) => users.list(body),
+  response: annotate(UsersWithKasmsResponse, { description: 'Users and their total' }),
+  answer: (body, users, request) => users.list(body, seesSessions(request)),
 });
 
 operations.add({
@@ -46,10 +56,12 @@ operations.add({
   summary: 'Get a user',
   description:
     'The user named by `target_user.user_id`, or else by `target_user.username` (matched trimmed and case-insensitively). ' +
-    'No target: `Invalid Request`; a malformed or unknown id or an unknown name: `Unknown User`.',
+    `No target: \`Invalid Request\`; a malformed or unknown id or an unknown name: \`Unknown User\`. ${KASMS}`,
   body: GetUserBody,
-  response: userResponse('The user'),
-  answer: async (body, users) => ({ user: await users.find(body.target_user) }),
+  response: annotate(UserWithKasmsResponse, { description: 'The user' }),
+  answer: async (body, users, request) => ({
+    user: await users.find(body.target_user, seesSessions(request)),
+  }),
 });
 
 operations.add({
@@ -88,15 +100,16 @@ operations.add({
   access: writes('Users Delete'),
   summary: 'Delete a user',
   description:
-    'Deletes the user `target_user.user_id` and their memberships. `force` must be a boolean when given (default false); ' +
-    'it exists for Kasm compatibility, where it allows deleting a user with running sessions: sessions do not exist here, so ' +
-    'it has no further effect. A malformed or unknown id: `Unknown user (<user_id>)`.',
+    'Deletes the user `target_user.user_id`, their memberships and their sessions. `force` must be a boolean when given ' +
+    '(default false). A user with live sessions (requested, starting, running or stopping) is refused without `force`: ' +
+    "`Users contains (<n>) kasms and 'force' option not set to True`; with `force: true` their sessions end and their " +
+    'containers are removed before the answer. A malformed or unknown id: `Unknown user (<user_id>)`.',
   body: DeleteUserBody,
   response: EmptyResponse('The user is deleted'),
   answer: answerEmpty(async ({ target_user, force }, users) => {
     const rawId = requiredNamed(target_user?.user_id);
     if (force !== undefined && force !== null && typeof force !== 'boolean') throw new ForceNotBoolean();
-    await users.delete(rawId);
+    await users.delete(rawId, force === true);
   }),
 });
 

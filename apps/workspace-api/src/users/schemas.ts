@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { annotate, Nullable } from '@platform/schema';
 import { KasmDate, KasmId } from '../wire/kasm';
+import { UserKasm } from '../sessions/schemas';
 
 export const GroupRef = Type.Object({ name: Type.String(), group_id: KasmId });
 
@@ -27,3 +28,20 @@ export type User = Static<typeof User>;
 
 export const UserResponse = Type.Object({ user: User });
 export const UsersResponse = Type.Object({ users: Type.Array(User), total: Type.Integer({ minimum: 0 }) });
+
+/** The user as get_user and get_users show it (Kasm's longer shape): with their live sessions. */
+export const UserWithKasms = Type.Object(
+  {
+    ...User.properties,
+    kasms: Type.Array(UserKasm, {
+      description: 'The user\u2019s live sessions, oldest first; empty unless the key has `Sessions View`',
+    }),
+  },
+  { description: 'A user (Kasm shape) with their sessions' },
+);
+export type UserWithKasms = Static<typeof UserWithKasms>;
+export const UserWithKasmsResponse = Type.Object({ user: UserWithKasms });
+export const UsersWithKasmsResponse = Type.Object({
+  users: Type.Array(UserWithKasms),
+  total: Type.Integer({ minimum: 0 }),
+});

@@ -1,7 +1,8 @@
 import type { UserRow } from '../db/schema';
 import { toKasmDate, toKasmId } from '../wire/kasm';
 import type { ListedUserRow, MembershipRow } from './repository';
-import type { User } from './schemas';
+import type { User, UserWithKasms } from './schemas';
+import { toUserKasm } from '../sessions/serialize';
 
 /** Users in Kasm's shape, each with its groups (`memberships` in the order they are listed in). */
 export function toUsers(rows: UserRow[], memberships: MembershipRow[]): User[] {
@@ -14,14 +15,22 @@ export function toUsers(rows: UserRow[], memberships: MembershipRow[]): User[] {
   return rows.map((row) => toUser(row, groupsOf.get(row.id) ?? []));
 }
 
-/** Users as get_users lists them, their groups read with them. */
-export const toListedUsers = (rows: ListedUserRow[]): User[] =>
-  rows.map((row) =>
-    toUser(
+/** Users as get_users lists them, their groups and live sessions read with them. */
+export const toListedUsers = (rows: ListedUserRow[]): UserWithKasms[] =>
+  rows.map((row) => ({
+    ...toUser(
       row,
       row.groups.map((g) => ({ name: g.name, group_id: toKasmId(g.group_id) })),
     ),
-  );
+    kasms: row.kasms.map((s) =>
+      toUserKasm({
+        ...s,
+        created: new Date(s.created),
+        keepalive: new Date(s.keepalive),
+        expiration: new Date(s.expiration),
+      }),
+    ),
+  }));
 
 function toUser(row: Omit<UserRow, 'password_hash'>, groups: User['groups']): User {
   return {

@@ -7,15 +7,19 @@ import {
   UnknownUser,
   UnknownUserId,
   UserExists,
+  UserHasSessions,
   UsernameInUse,
 } from '../errors';
+import type { SessionLifecycle } from '../sessions/lifecycle';
+import { createSessionsRepository } from '../sessions/repository';
+import { toUserKasm } from '../sessions/serialize';
 import { given, lookup, named } from '../wire/fields';
 import { pageOf } from '../wire/paging';
 import { cut64 } from '../wire/kasm';
 import type { NameChanges, NewUserFields, UserChanges, UserRef } from './body';
 import { assertPasswordRules, hashPassword } from './passwords';
 import { createUsersRepository, type UsersRepository } from './repository';
-import type { User } from './schemas';
+import type { User, UserWithKasms } from './schemas';
 import { toListedUsers, toUsers } from './serialize';
 
 /** Usernames are stored trimmed and lowercased. */
@@ -59,8 +63,11 @@ export async function usersWithGroups(users: UsersRepository, rows: UserRow[]): 
 export function createUsersService(
   db: Kysely<WorkspaceDatabase>,
   config: Pick<Config, 'argon2' | 'enforcePasswordRulesOnCreate'>,
+  /** Removes the containers of the sessions a forced deletion ends (none without an engine). */
+  sessionLifecycle?: SessionLifecycle,
 ) {
   const users = createUsersRepository(db);
+  const sessions = createSessionsRepository(db);
   const hash = (password: string) => hashPassword(password, config.argon2);
   const withGroups = async (row: UserRow) => (await usersWithGroups(users, [row]))[0];
 
@@ -86,21 +93,29 @@ export function createUsersService(
   }
 
   return {
-    /** Every user, or one page of them, with the number of all users: one statement. */
-    async list(request: { page?: number | null; page_size?: number | null }) {
-      const { rows, total } = await users.listWithGroups(pageOf(request));
+    /**
+     * Every user, or one page of them, with the number of all users, each with their live sessions
+     * when `withSessions` (Kasm fills `kasms` only for keys with Sessions View): one statement.
+     */
+    async list(request: { page?: number | null; page_size?: number | null }, withSessions: boolean) {
+      const { rows, total } = await users.listWithGroups(pageOf(request), withSessions);
       return { users: toListedUsers(rows), total };
     },
 
-    /** The user named by `user_id`, or else by `username` (trimmed, case-insensitive). */
-    async find(ref: UserRef | null | undefined): Promise<User> {
+    /**
+     * The user named by `user_id`, or else by `username` (trimmed, case-insensitive), with their live
+     * sessions when `withSessions`.
+     */
+    async find(ref: UserRef | null | undefined, withSessions: boolean): Promise<UserWithKasms> {
       const userId = named(ref?.user_id);
       const username = named(ref?.username);
-      if (userId !== undefined) return withGroups(await findTarget(userId));
-      if (username === undefined) throw new InvalidRequest();
-      const row = await users.findByUsername(normalizeUsername(username));
+      let row: UserRow | undefined;
+      if (userId !== undefined) row = await findTarget(userId);
+      else if (username === undefined) throw new InvalidRequest();
+      else row = await users.findByUsername(normalizeUsername(username));
       if (!row) throw new UnknownUser();
-      return withGroups(row);
+      const kasms = withSessions ? (await sessions.listLiveOfUsers([row.id])).map(toUserKasm) : [];
+      return { ...(await withGroups(row)), kasms };
     },
 
     /**
@@ -150,12 +165,24 @@ export function createUsersService(
       return applyUpdate(row.id, nameChanges(fields));
     },
 
-    /** Deletes a user and their memberships (`Unknown user (<id>)` for a malformed or unknown id). */
-    async delete(rawId: string): Promise<void> {
-      await lookup(
+    /**
+     * Deletes a user and their memberships (`Unknown user (<id>)` for a malformed or unknown id). A
+     * user with live sessions is refused unless `force`; then their sessions end with them and their
+     * containers are removed (starts under way cancelled) before the answer.
+     */
+    async delete(rawId: string, force: boolean): Promise<void> {
+      const result = await lookup(
         rawId,
-        (id) => users.delete(id),
+        async (id) => {
+          const deleted = await users.delete(id, force);
+          return deleted.status === 'unknown' ? undefined : deleted;
+        },
         () => new UnknownUserId(rawId),
+      );
+      if (result.status === 'has-sessions') throw new UserHasSessions(String(result.count));
+      for (const session of result.sessions) sessionLifecycle?.cancelStart(session.id);
+      await sessionLifecycle?.removeContainers(
+        result.sessions.flatMap((s) => (s.container_id === null ? [] : [s.container_id])),
       );
     },
   };

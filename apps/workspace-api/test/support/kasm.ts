@@ -23,6 +23,9 @@ export const USER_KEYS = [
   'username',
 ];
 
+/** Exactly the keys of a user as get_user and get_users answer it (Kasm's longer shape), sorted. */
+export const LISTED_USER_KEYS = [...USER_KEYS, 'kasms'].sort();
+
 /** A 32-hex id as a dashed UUID (what clients may send, and the database's form). */
 export const dashed = (hex: string) =>
   `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

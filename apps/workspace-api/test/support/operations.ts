@@ -1,3 +1,5 @@
+import { UNSUPPORTED_OPERATIONS } from '../../src/auth/permissions';
+
 /** The contract's operations (`POST /api/public/<operation>`), by their OpenAPI tag. */
 export const OPERATIONS_BY_TAG = {
   credentials: ['validate_credentials'],
@@ -28,5 +30,14 @@ export const OPERATIONS_BY_TAG = {
     'remove_images_group',
     'get_images_group',
     'get_user_images',
+  ],
+  sessions: [
+    'request_kasm',
+    'get_kasm_status',
+    'get_kasms',
+    'keepalive',
+    'destroy_kasm',
+    'exec_command_kasm',
+    ...UNSUPPORTED_OPERATIONS,
   ],
 };
