@@ -10,7 +10,10 @@ export interface LifecycleSettings {
 }
 
 /** Why a start was given up, in the words users read in `operational_message`. */
-const TIMED_OUT = (ms: number) => `The workspace did not start within ${Math.round(ms / 1000)} seconds`;
+const TIMED_OUT = (ms: number) => {
+  const seconds = Math.round(ms / 1000);
+  return `The workspace did not start within ${seconds} second${seconds === 1 ? '' : 's'}`;
+};
 const SHUT_DOWN = 'The service stopped while the workspace was starting; request it again';
 
 /**

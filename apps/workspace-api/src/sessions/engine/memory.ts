@@ -68,6 +68,7 @@ export class MemoryEngine implements SessionEngine {
   startDelayMs: number;
   private readonly addressOf: (container: MemoryContainer) => SessionAddress;
   private readonly failures: string[] = [];
+  private readonly removeFailures: EngineError[] = [];
   private held: { promise: Promise<void>; release: () => void } | undefined;
   private closed = false;
 
@@ -80,6 +81,11 @@ export class MemoryEngine implements SessionEngine {
   /** The next start fails with `reason` (each call queues one failure). */
   failNextStart(reason = 'The container exited with code 1 before it was ready'): void {
     this.failures.push(reason);
+  }
+
+  /** The next `remove` fails with `reason` (the engine unreachable: `unavailable`). */
+  failNextRemove(reason = 'The engine cannot be reached', unavailable = true): void {
+    this.removeFailures.push(new EngineError(reason, unavailable));
   }
 
   /**
@@ -165,6 +171,8 @@ export class MemoryEngine implements SessionEngine {
   }
 
   async remove(containerId: string): Promise<void> {
+    const failure = this.removeFailures.shift();
+    if (failure) throw failure;
     this.containers.delete(containerId);
   }
 
