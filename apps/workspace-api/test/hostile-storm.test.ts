@@ -3,6 +3,7 @@ import { MAX_ID } from '@platform/schema';
 import { dashed } from './support/kasm';
 import { workspaceEntry } from './support/registry';
 import { startTestServer } from './support/server';
+import { UNSUPPORTED_OPERATIONS } from '../src/auth/permissions';
 
 type Schema = testing.JsonSchema;
 
@@ -13,7 +14,8 @@ type Schema = testing.JsonSchema;
  * the security headers, and nothing is stored. Seeded: a failure names its seed, HOSTILE_SEED replays it.
  */
 describe('hostile-input storm', () => {
-  const server = testing.openForTheseTests(() => startTestServer(), 60_000);
+  // With the in-process session engine, so the session operations run past their engine check.
+  const server = testing.openForTheseTests(() => startTestServer({ SESSIONS_ENGINE: 'memory' }), 60_000);
 
   // What the operations' handlers enforce beyond their (loose) schemas, from the contract.
   /** An id naming exactly this entity (32 hex characters, or dashed). */
@@ -83,8 +85,24 @@ describe('hostile-input storm', () => {
     const image: string = (await ok('install_workspace', { workspace: workspaceEntry() })).image.image_id;
     await ok('add_user_group', { target_user: { user_id: user }, target_group: { group_id: groupA } });
     await ok('add_images_group', { target_image: { image_id: image }, target_group: { group_id: groupA } });
+    // A running session of the user's, for the operations that name one.
+    const session: string = (await ok('request_kasm', { user_id: user, image_id: image })).kasm_id;
+    await app.sessions.settled();
 
     const theUser = needs({ user_id: names(user) });
+    /** The user a session operation acts for: absent (null, blank) or the user. */
+    const actingUser: Schema = {
+      anyOf: [{ type: 'null' }, { type: 'string', pattern: '^\\s*$' }, names(user)],
+    };
+    /** Environment variables as the service takes them. */
+    const environment: Schema = {
+      type: 'object',
+      nullable: true,
+      maxProperties: 256,
+      propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+      additionalProperties: { type: 'string', maxLength: 32_768 },
+    };
+    const theSession = needs({ kasm_id: names(session) }, { user_id: actingUser });
     const op = (body: Record<string, unknown>, rules?: Schema): testing.RouteExample => ({
       auth: true,
       body,
@@ -199,6 +217,37 @@ describe('hostile-input storm', () => {
         { target_user: { user_id: user } },
         needs({ target_user: theUser }),
       ),
+      'POST /api/public/request_kasm': op(
+        { user_id: user, image_id: image, environment: { A: 'b' }, enable_sharing: false },
+        needs(
+          { user_id: names(user), image_id: names(image) },
+          { environment, enable_sharing: { enum: [false, null] } },
+        ),
+      ),
+      'POST /api/public/get_kasm_status': op(
+        { kasm_id: session, user_id: user, skip_agent_check: true },
+        needs({ kasm_id: names(session), user_id: names(user) }),
+      ),
+      'POST /api/public/get_kasms': op({}),
+      'POST /api/public/keepalive': op({ kasm_id: session, user_id: user }, theSession),
+      'POST /api/public/destroy_kasm': op({ kasm_id: session, user_id: user }, theSession),
+      'POST /api/public/exec_command_kasm': op(
+        {
+          kasm_id: session,
+          user_id: user,
+          exec_config: { cmd: 'true', user: 'root', environment: { A: 'b' } },
+        },
+        needs(
+          {
+            kasm_id: names(session),
+            exec_config: needs({ cmd: nonBlank }, { environment, privileged: { enum: [false, null] } }),
+          },
+          { user_id: actingUser },
+        ),
+      ),
+      ...Object.fromEntries(
+        UNSUPPORTED_OPERATIONS.map((name) => [`POST /api/public/${name}`, op({ kasm_id: session })]),
+      ),
     });
 
     /** A good key in the body or the headers; a bad one (wrong secret, unknown key, empty); or none. */
@@ -251,6 +300,9 @@ describe('hostile-input storm', () => {
     );
     expect(report.integers.sent).toBeGreaterThanOrEqual(report.integers.targets.length * 17);
     expect(await testing.tableRowCounts(database)).toEqual(before);
+    // The session was neither destroyed nor started again.
+    const running = await database.db.selectFrom('sessions').select(['id', 'state']).execute();
+    expect(running.map((s) => s.state)).toEqual(['running']);
 
     // Still serving: a read and a write over HTTP.
     const users = await testing.postJson(`${baseUrl}/api/public/get_users`, admin);
