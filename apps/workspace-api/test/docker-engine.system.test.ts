@@ -80,13 +80,14 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
   }
 }
 
-async function runningAddress(containerId: string) {
-  return until('running', async () => {
-    const status = await engine.status(containerId);
-    if (status.state === 'exited') throw new Error(`exited: ${status.reason}`);
-    return status.state === 'running' ? status.address : undefined;
-  });
+/** The address once running (undefined before), throwing if it exited. */
+async function runningOf(on: DockerEngine, containerId: string) {
+  const status = await on.status(containerId);
+  if (status.state === 'exited') throw new Error(`exited: ${status.reason}`);
+  return status.state === 'running' ? status.address : undefined;
 }
+
+const runningAddress = (containerId: string) => until('running', () => runningOf(engine, containerId));
 
 /** The page, once the workspace's server listens. */
 const page = (host: string, port: number, path = '/') =>
@@ -363,15 +364,35 @@ describe('starts that do not end in a running workspace', () => {
   }, 30_000);
 });
 
+describe('many starts at once', () => {
+  it('wait their turn for the engine (maxConcurrentChanges), say so, and all run', async () => {
+    const queued = new DockerEngine({ scope: SCOPE, maxConcurrentChanges: 2 });
+    try {
+      const told: string[][] = Array.from({ length: 12 }, () => []);
+      const started = await Promise.all(
+        told.map((messages) => queued.start(spec(), { onProgress: (p) => messages.push(p.message) })),
+      );
+      const waited = told.filter((messages) =>
+        messages.some((m) => /^Waiting for the engine \(\d+ ahead\)$/.test(m)),
+      );
+      expect(waited.length).toBeGreaterThanOrEqual(8);
+      for (const { containerId } of started) await until('running', () => runningOf(queued, containerId));
+      expect((await queued.list()).length).toBeGreaterThanOrEqual(12);
+      await Promise.all(started.map(({ containerId }) => queued.remove(containerId)));
+      for (const { containerId } of started)
+        expect(await queued.status(containerId)).toEqual({ state: 'missing' });
+    } finally {
+      await queued.close();
+    }
+  }, 60_000);
+});
+
 describe('on a network of its own', () => {
   it('joins the network and answers the address it has there', async () => {
     const onNetwork = new DockerEngine({ scope: SCOPE, network: NETWORK });
     try {
       const { containerId } = await onNetwork.start(spec());
-      const address = await until('running', async () => {
-        const status = await onNetwork.status(containerId);
-        return status.state === 'running' ? status.address : undefined;
-      });
+      const address = await until('running', () => runningOf(onNetwork, containerId));
       const network = await docker.getNetwork(NETWORK).inspect();
       const subnet = network.IPAM?.Config?.[0]?.Subnet ?? ''; // e.g. 172.18.0.0/16
       expect(address.host.split('.').slice(0, 2)).toEqual(subnet.split('.').slice(0, 2));

@@ -4,6 +4,7 @@ import {
   demuxLogs,
   DockerEngine,
   imageReference,
+  Limiter,
   parseDockerHost,
   PullProgress,
   resolveDockerEngineOptions,
@@ -106,6 +107,7 @@ describe('options', () => {
       pullTimeoutMs: 600_000,
       hostname: hostname(),
       scope: undefined,
+      maxConcurrentChanges: 4,
     });
   });
 
@@ -144,6 +146,7 @@ describe('options', () => {
         requestTimeoutMs: 0,
         pullTimeoutMs: 1.5,
         scope: 'a b',
+        maxConcurrentChanges: 0,
       });
     } catch (error) {
       message = (error as Error).message;
@@ -157,6 +160,7 @@ describe('options', () => {
       '  allowedCapabilities: SYS-ADMIN is not a capability name',
       '  requestTimeoutMs 0: a positive whole number of ms',
       '  pullTimeoutMs 1.5: a positive whole number of ms',
+      '  maxConcurrentChanges 0: a whole number from 1',
       '  scope a b: letters, digits, _ . : - (at most 128)',
     ]);
   });
@@ -167,6 +171,66 @@ describe('options', () => {
 
   it('the engine refuses bad options when made, before any call', () => {
     expect(() => new DockerEngine({ network: 'host' })).toThrow(/network host/);
+  });
+});
+
+describe('the line for container changes', () => {
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('runs at most max tasks at once, the others in order as slots free up', async () => {
+    const limiter = new Limiter(2);
+    let running = 0;
+    let most = 0;
+    const order: number[] = [];
+    const gates: (() => void)[] = [];
+    const tasks = [0, 1, 2, 3, 4].map((i) =>
+      limiter.run(async () => {
+        running++;
+        most = Math.max(most, running);
+        order.push(i);
+        await new Promise<void>((resolve) => gates.push(resolve));
+        running--;
+        return i;
+      }),
+    );
+    await tick();
+    expect(order).toEqual([0, 1]);
+    expect(limiter.waiting).toBe(3);
+    gates[1]();
+    await tick();
+    expect(order).toEqual([0, 1, 2]);
+    // A task started meanwhile does not jump the line (the freed slot went to task 2).
+    const late = limiter.run(async () => 'late');
+    await tick();
+    expect(order).toEqual([0, 1, 2]);
+    for (let i = 0; i < 6; i++) {
+      gates.forEach((open) => open());
+      await tick();
+    }
+    expect(await Promise.all(tasks)).toEqual([0, 1, 2, 3, 4]);
+    expect(await late).toBe('late');
+    expect(most).toBe(2);
+    expect(limiter.waiting).toBe(0);
+  });
+
+  it('a waiting task whose signal aborts leaves the line; a failing task frees its slot', async () => {
+    const limiter = new Limiter(1);
+    let open!: () => void;
+    const first = limiter.run(() => new Promise<void>((resolve) => (open = resolve)));
+    const controller = new AbortController();
+    const cancelled = limiter.run(async () => 'never', controller.signal);
+    const failing = limiter.run(async () => {
+      throw new Error('refused');
+    });
+    await tick();
+    expect(limiter.waiting).toBe(2);
+    controller.abort(new Error('gone'));
+    await expect(cancelled).rejects.toThrow('gone');
+    expect(limiter.waiting).toBe(1);
+    open();
+    await first;
+    await expect(failing).rejects.toThrow('refused');
+    await expect(limiter.run(async () => 'free again')).resolves.toBe('free again');
   });
 });
 

@@ -61,6 +61,12 @@ export interface DockerEngineOptions {
   hostname?: string;
   /** Set as SCOPE_LABEL on every container and required of those list() returns (see SCOPE_LABEL). */
   scope?: string;
+  /**
+   * How many container changes (a start's create + start, a removal's stop + remove) this engine has
+   * in flight at once; the others wait their turn (default 4). The engine does them one after the
+   * other anyway: sent all at once, 100 creates on 2 cores each took over 10 s, and all timed out.
+   */
+  maxConcurrentChanges?: number;
 }
 
 /** How dockerode reaches the engine (what `dockerHost` says). */
@@ -170,6 +176,7 @@ export interface ResolvedDockerEngineOptions {
   pullTimeoutMs: number;
   hostname: string;
   scope?: string;
+  maxConcurrentChanges: number;
 }
 
 /** The options checked and defaulted; throws one error naming every problem. */
@@ -204,6 +211,9 @@ export function resolveDockerEngineOptions(options: DockerEngineOptions = {}): R
   };
   const requestTimeoutMs = positive('requestTimeoutMs', options.requestTimeoutMs, 10_000);
   const pullTimeoutMs = positive('pullTimeoutMs', options.pullTimeoutMs, 10 * 60_000);
+  const maxConcurrentChanges = options.maxConcurrentChanges ?? 4;
+  if (!Number.isInteger(maxConcurrentChanges) || maxConcurrentChanges < 1)
+    problems.push(`maxConcurrentChanges ${maxConcurrentChanges}: a whole number from 1`);
   const scope = options.scope?.trim() || undefined;
   if (scope !== undefined && !/^[\w.:-]{1,128}$/.test(scope))
     problems.push(`scope ${scope}: letters, digits, _ . : - (at most 128)`);
@@ -218,6 +228,7 @@ export function resolveDockerEngineOptions(options: DockerEngineOptions = {}): R
     hostname:
       options.hostname?.trim() || (connection && 'host' in connection ? connection.host : osHostname()),
     scope,
+    maxConcurrentChanges,
   };
 }
 
@@ -394,6 +405,48 @@ const lastLine = (text: string) => {
   return line && line.length > 200 ? `${line.slice(0, 199)}…` : line;
 };
 
+/**
+ * At most `max` tasks at once, the others in line (first come, first served); a waiting task leaves
+ * the line when its signal aborts. A finishing task hands its slot straight to the next in line.
+ */
+export class Limiter {
+  private active = 0;
+  private readonly line: (() => void)[] = [];
+
+  constructor(private readonly max: number) {}
+
+  /** Tasks waiting for a slot now. */
+  get waiting() {
+    return this.line.length;
+  }
+
+  async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (this.active < this.max) this.active++;
+    else {
+      signal?.throwIfAborted();
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          this.line.splice(this.line.indexOf(take), 1);
+          reject(signal?.reason);
+        };
+        const take = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.line.push(take);
+      });
+    }
+    try {
+      return await task();
+    } finally {
+      const next = this.line.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
+
 interface SharedPull {
   done: Promise<void>;
   listeners: Set<(percent: number) => void>;
@@ -409,10 +462,13 @@ export class DockerEngine implements SessionEngine {
   private readonly endpoint: string;
   /** Pulls under way, by reference: concurrent starts of one missing image share one pull. */
   private readonly pulls = new Map<string, SharedPull>();
+  /** Creates, starts, stops and removals in flight (see `maxConcurrentChanges`). */
+  private readonly changes: Limiter;
 
   constructor(options: DockerEngineOptions = {}) {
     this.options = resolveDockerEngineOptions(options);
     this.hostname = this.options.hostname;
+    this.changes = new Limiter(this.options.maxConcurrentChanges);
     const connection = this.options.connection;
     this.endpoint = options.dockerHost?.trim() || 'the default socket';
     // Explicit undefineds: dockerode merges its defaults from the process's DOCKER_HOST, DOCKER_TLS_VERIFY
@@ -453,6 +509,29 @@ export class DockerEngine implements SessionEngine {
       report(`Pulling image ${reference} (${percent} %)`, 5 + Math.round(0.75 * percent)),
     );
 
+    const ahead = this.changes.waiting;
+    if (ahead) report(`Waiting for the engine (${ahead} ahead)`, 82);
+    let containerId: string;
+    try {
+      containerId = await this.changes.run(
+        () => this.createAndStart(spec, reference, report, signal),
+        signal,
+      );
+    } catch (error) {
+      if (error instanceof EngineError) throw error;
+      throw new EngineError('Cancelled: waiting for the engine'); // left the line on the signal
+    }
+    report('Container started', 100);
+    return { containerId };
+  }
+
+  /** Create, then start; what was created is removed when the start fails. Holds one change slot. */
+  private async createAndStart(
+    spec: SessionContainerSpec,
+    reference: string,
+    report: (message: string, percent: number) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
     report('Creating the container', 85);
     const name = `workspace-session-${spec.sessionId}`;
     let containerId: string;
@@ -476,16 +555,13 @@ export class DockerEngine implements SessionEngine {
       await this.call(
         'start the container',
         (abortSignal) => this.docker.getContainer(containerId).start({ abortSignal }),
-        {
-          signal,
-        },
+        { signal },
       );
     } catch (error) {
       await this.removeQuietly(containerId);
       throw error;
     }
-    report('Container started', 100);
-    return { containerId };
+    return containerId;
   }
 
   /** The Engine API's create body for a session (without its name). */
@@ -581,6 +657,11 @@ export class DockerEngine implements SessionEngine {
 
   async remove(containerId: string): Promise<void> {
     if (!CONTAINER_REF.test(containerId)) return;
+    await this.changes.run(() => this.removeNow(containerId));
+  }
+
+  /** stop + remove, without waiting for a change slot (a failed start holds one already). */
+  private async removeNow(containerId: string): Promise<void> {
     const container = this.docker.getContainer(containerId);
     try {
       // SIGTERM, then SIGKILL 2 s later: a session's state is not kept anyway.
@@ -719,7 +800,7 @@ export class DockerEngine implements SessionEngine {
 
   /** Removes a container, ignoring every failure (used on the way out of a failed start). */
   private async removeQuietly(containerId: string) {
-    await this.remove(containerId).catch(() => undefined);
+    if (CONTAINER_REF.test(containerId)) await this.removeNow(containerId).catch(() => undefined);
   }
 
   /**
