@@ -355,7 +355,7 @@ export interface paths {
         put?: never;
         /**
          * List users
-         * @description Users ordered by creation (oldest first, then by id), with `total`, the number of all users. Without `page` every user is returned (clients look users up on their side); with `page` (1-based) one page of `page_size` users (1..1000, default 100). A page past the end is empty.
+         * @description Users ordered by creation (oldest first, then by id), with `total`, the number of all users. Without `page` every user is returned (clients look users up on their side); with `page` (1-based) one page of `page_size` users (1..1000, default 100). A page past the end is empty. `kasms` lists the user’s live sessions (`{kasm_id, start_date, keepalive_date, expiration_date, server}`) when the key has `Sessions View`, and is empty otherwise.
          *
          *     Permission: **Users View**.
          */
@@ -418,6 +418,32 @@ export interface paths {
                                      * @example 68d557ac4cac42cca9f31c7c853de0f3
                                      */
                                     group_id: string;
+                                }[];
+                                /** @description The user’s live sessions, oldest first; empty unless the key has `Sessions View` */
+                                kasms: {
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    kasm_id: string;
+                                    /** @example 2026-11-22 09:15:00.123000 */
+                                    start_date: string;
+                                    /** @example 2026-11-22 09:15:00.123000 */
+                                    keepalive_date: string;
+                                    /** @example 2026-11-22 09:15:00.123000 */
+                                    expiration_date: string;
+                                    /** @description Where the session runs */
+                                    server: {
+                                        /**
+                                         * @description Always null: sessions run on container engines, not registered agents
+                                         * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                         */
+                                        server_id: string | null;
+                                        /** @description The host the engine runs the container on */
+                                        hostname: string;
+                                        /** @description The workspace’s port in its container */
+                                        port: number;
+                                    };
                                 }[];
                             }[];
                             total: number;
@@ -506,7 +532,7 @@ export interface paths {
         put?: never;
         /**
          * Get a user
-         * @description The user named by `target_user.user_id`, or else by `target_user.username` (matched trimmed and case-insensitively). No target: `Invalid Request`; a malformed or unknown id or an unknown name: `Unknown User`.
+         * @description The user named by `target_user.user_id`, or else by `target_user.username` (matched trimmed and case-insensitively). No target: `Invalid Request`; a malformed or unknown id or an unknown name: `Unknown User`. `kasms` lists the user’s live sessions (`{kasm_id, start_date, keepalive_date, expiration_date, server}`) when the key has `Sessions View`, and is empty otherwise.
          *
          *     Permission: **Users View**.
          */
@@ -542,7 +568,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) */
+                            /** @description A user (Kasm shape) with their sessions */
                             user: {
                                 /**
                                  * @description UUID as 32 lowercase hex characters
@@ -573,6 +599,32 @@ export interface paths {
                                      * @example 68d557ac4cac42cca9f31c7c853de0f3
                                      */
                                     group_id: string;
+                                }[];
+                                /** @description The user’s live sessions, oldest first; empty unless the key has `Sessions View` */
+                                kasms: {
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    kasm_id: string;
+                                    /** @example 2026-11-22 09:15:00.123000 */
+                                    start_date: string;
+                                    /** @example 2026-11-22 09:15:00.123000 */
+                                    keepalive_date: string;
+                                    /** @example 2026-11-22 09:15:00.123000 */
+                                    expiration_date: string;
+                                    /** @description Where the session runs */
+                                    server: {
+                                        /**
+                                         * @description Always null: sessions run on container engines, not registered agents
+                                         * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                         */
+                                        server_id: string | null;
+                                        /** @description The host the engine runs the container on */
+                                        hostname: string;
+                                        /** @description The workspace’s port in its container */
+                                        port: number;
+                                    };
                                 }[];
                             };
                         };
@@ -998,7 +1050,7 @@ export interface paths {
         put?: never;
         /**
          * Delete a user
-         * @description Deletes the user `target_user.user_id` and their memberships. `force` must be a boolean when given (default false); it exists for Kasm compatibility, where it allows deleting a user with running sessions: sessions do not exist here, so it has no further effect. A malformed or unknown id: `Unknown user (<user_id>)`.
+         * @description Deletes the user `target_user.user_id`, their memberships and their sessions. `force` must be a boolean when given (default false). A user with live sessions (requested, starting, running or stopping) is refused without `force`: `Users contains (<n>) kasms and 'force' option not set to True`; with `force: true` their sessions end and their containers are removed before the answer. A malformed or unknown id: `Unknown user (<user_id>)`.
          *
          *     Permission: **Users Delete** (not with a read-only key).
          */
@@ -1021,7 +1073,7 @@ export interface paths {
                             /** @description The user (32 hex characters; dashed UUIDs accepted) */
                             user_id?: string | null;
                         } | null;
-                        /** @description Boolean, default false (no sessions exist here, so it has no further effect) */
+                        /** @description Boolean, default false: true deletes a user with live sessions, ending them */
                         force?: unknown;
                     };
                 };
@@ -3590,6 +3642,4082 @@ export interface paths {
                                 created: string;
                             }[];
                         };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/request_kasm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a session
+         * @description Starts a session of the workspace `image_id` for the user `user_id`, answered at once (`status: requested`) while its container is pulled, created and started in the background (follow it with get_kasm_status). A top-level `user_id` makes the request the user’s (Kasm’s impersonation): the key then needs `User` and `Users Auth Session` (else 401 `API Key (<name>) is not authorized to impersonate a user.`); an unknown or malformed id answers `Invalid user_id (<id>)`. Anonymous users are not made: without `user_id`, `DevAPI Key (<name>) made invalid call to impersonate a user without providing a user_id.`. Without `image_id`: `No Default Image Found` (there are no default images). A malformed or unknown image: `Invalid Image ID (<id>)`; a disabled one: `Image (<id>) is disabled`; one none of the user’s groups may use: `Image (<image_id>) is not available to user (<user_id>)`. `environment` (variables named like `^[A-Za-z_][A-Za-z0-9_]*$`, text values) is set in the container over the image’s `run_config.environment`. `enable_sharing: true` answers `Session sharing is not supported (enable_sharing)`. A user has at most `SESSIONS_MAX_PER_USER` live sessions (default 2, as Kasm), checked under a lock of the user so concurrent requests cannot exceed it: `Kasm limit exceeded for user: (<username>)`. The session expires `SESSIONS_KEEPALIVE_SECONDS` after its start unless kept alive; the user’s `last_session` becomes now. `kasm_url` (`/#/connect/kasm/<kasm_id>/<user_id>/<session_token>`) opens the workspace from this service’s origin; its token is single-use and expires after 10 minutes. Without a container engine configured (`SESSIONS_ENGINE`), answers `Sessions are not available: no container engine is configured`.
+         *
+         *     Permission: **User**; acting for a user (`user_id`) also takes **Users Auth Session** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The user the request acts for (Kasm’s impersonation): the key needs `User` and `Users Auth Session`; an unknown or malformed id answers `Invalid user_id (<id>)` */
+                        user_id?: string | null;
+                        /** @description The workspace to start (required here: no default images exist) */
+                        image_id?: string | null;
+                        /** @description Variables set in the workspace’s container (they win over the image’s); names like `^[A-Za-z_][A-Za-z0-9_]*$` */
+                        environment?: {
+                            [key: string]: string;
+                        } | null;
+                        /** @description Sharing is not supported: `true` answers 400; false or absent is fine */
+                        enable_sharing?: boolean | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The session, requested: its container starts in the background */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description UUID as 32 lowercase hex characters
+                             * @example 68d557ac4cac42cca9f31c7c853de0f3
+                             */
+                            kasm_id: string;
+                            /**
+                             * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
+                             * @enum {string}
+                             */
+                            status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
+                            /**
+                             * @description UUID as 32 lowercase hex characters
+                             * @example 68d557ac4cac42cca9f31c7c853de0f3
+                             */
+                            user_id: string;
+                            username: string;
+                            /** @description The one-time connect token (also the end of `kasm_url`) */
+                            session_token: string;
+                            /**
+                             * @description `/#/connect/kasm/<kasm_id>/<user_id>/<session_token>`, opened on this service’s origin
+                             * @example /#/connect/kasm/9f4e2a0c1b3d4e5f8a7b6c5d4e3f2a1b/50faa5439c574b518cd868dac9256e4b/Jq3x...
+                             */
+                            kasm_url: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_kasm_status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a session’s state
+         * @description The state of the session `kasm_id` of the user `user_id` (required: `No User sent with request`; another user’s session answers like an unknown one): `operational_status`, and `operational_message`/`operational_progress` from the engine while it starts (its reason once failed). Once running it also answers the `kasm` object and a fresh `kasm_url` whose new one-time token replaces the previous one. `kasm_id` is required (`Invalid Request: Missing required parameters`); a malformed or unknown one answers `Invalid kasm_id (<id>)`. A top-level `user_id` makes the request the user’s (Kasm’s impersonation): the key then needs `User` and `Users Auth Session` (else 401 `API Key (<name>) is not authorized to impersonate a user.`); an unknown or malformed id answers `Invalid user_id (<id>)`. `skip_agent_check` is ignored. Without a container engine configured (`SESSIONS_ENGINE`), answers `Sessions are not available: no container engine is configured`.
+         *
+         *     Permission: **User**; acting for a user (`user_id`) also takes **Users Auth Session**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The session (32 hex characters; dashed UUIDs accepted) */
+                        kasm_id?: string | null;
+                        /** @description The user the request acts for (Kasm’s impersonation): the key needs `User` and `Users Auth Session`; an unknown or malformed id answers `Invalid user_id (<id>)` */
+                        user_id?: string | null;
+                        /** @description Accepted and ignored (there are no agents to check) */
+                        skip_agent_check?: boolean | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The session’s state */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
+                             * @enum {string}
+                             */
+                            operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
+                            /** @description What is happening (the engine’s reason when failed) */
+                            operational_message: string;
+                            operational_progress: number;
+                            /**
+                             * @description The server’s time now (UTC)
+                             * @example 2026-11-22 09:15:00.123000
+                             */
+                            current_time: string;
+                            /** @description The session, once running */
+                            kasm?: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                kasm_id: string;
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                /**
+                                 * @description null once the image was deleted
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string | null;
+                                image: {
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    image_id: string | null;
+                                    /** @description The image reference the container was made from */
+                                    name: string;
+                                    friendly_name: string | null;
+                                    image_src: string | null;
+                                };
+                                /**
+                                 * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
+                                 * @enum {string}
+                                 */
+                                operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
+                                /** @description The engine’s id of the container, once started */
+                                container_id: string | null;
+                                /** @description The workspace’s port in its container */
+                                port: number;
+                                /**
+                                 * @description When the session was requested
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                start_date: string;
+                                /**
+                                 * @description The last keepalive (the request at first)
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                keepalive_date: string;
+                                /**
+                                 * @description When the session is destroyed unless kept alive
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                expiration_date: string;
+                                user: {
+                                    username: string;
+                                };
+                                /** @description Where the session runs */
+                                server: {
+                                    /**
+                                     * @description Always null: sessions run on container engines, not registered agents
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    server_id: string | null;
+                                    /** @description The host the engine runs the container on */
+                                    hostname: string;
+                                    /** @description The workspace’s port in its container */
+                                    port: number;
+                                    /**
+                                     * @description The container engine
+                                     * @example docker
+                                     */
+                                    provider: string;
+                                    /** @example default */
+                                    zone_name: string;
+                                };
+                            };
+                            /** @description Once running: a new connect URL with a new one-time token (the previous one stops working) */
+                            kasm_url?: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_kasms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List live sessions
+         * @description Every session that is not over (requested, starting, running or stopping), oldest first, each with `user: {username}` and `server: {server_id (null), hostname, port, provider, zone_name}`, and `current_time`. Without a container engine configured (`SESSIONS_ENGINE`), answers `Sessions are not available: no container engine is configured`.
+         *
+         *     Permission: **Sessions View**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Every live session, oldest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            kasms: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                kasm_id: string;
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                /**
+                                 * @description null once the image was deleted
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string | null;
+                                image: {
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    image_id: string | null;
+                                    /** @description The image reference the container was made from */
+                                    name: string;
+                                    friendly_name: string | null;
+                                    image_src: string | null;
+                                };
+                                /**
+                                 * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
+                                 * @enum {string}
+                                 */
+                                operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
+                                /** @description The engine’s id of the container, once started */
+                                container_id: string | null;
+                                /** @description The workspace’s port in its container */
+                                port: number;
+                                /**
+                                 * @description When the session was requested
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                start_date: string;
+                                /**
+                                 * @description The last keepalive (the request at first)
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                keepalive_date: string;
+                                /**
+                                 * @description When the session is destroyed unless kept alive
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                expiration_date: string;
+                                user: {
+                                    username: string;
+                                };
+                                /** @description Where the session runs */
+                                server: {
+                                    /**
+                                     * @description Always null: sessions run on container engines, not registered agents
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    server_id: string | null;
+                                    /** @description The host the engine runs the container on */
+                                    hostname: string;
+                                    /** @description The workspace’s port in its container */
+                                    port: number;
+                                    /**
+                                     * @description The container engine
+                                     * @example docker
+                                     */
+                                    provider: string;
+                                    /** @example default */
+                                    zone_name: string;
+                                };
+                            }[];
+                            /**
+                             * @description The server’s time now (UTC)
+                             * @example 2026-11-22 09:15:00.123000
+                             */
+                            current_time: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/keepalive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a session alive
+         * @description Extends the expiration of the session `kasm_id` to `SESSIONS_KEEPALIVE_SECONDS` (default 3600; Kasm’s group setting `keepalive_expiration`) from now; an expiration already later is kept (never shortened). Its owner (the `user_id` the request acts for) may, and so may a key with `Sessions Modify` for any session. Read-only keys may, as in Kasm. A session that is over or stopping: `Keepalive Error: the session (<id>) is <state>`. `kasm_id` is required (`Invalid Request: Missing required parameters`); a malformed or unknown one answers `Invalid kasm_id (<id>)`. A top-level `user_id` makes the request the user’s (Kasm’s impersonation): the key then needs `User` and `Users Auth Session` (else 401 `API Key (<name>) is not authorized to impersonate a user.`); an unknown or malformed id answers `Invalid user_id (<id>)`. `usage_reached` is always false (no usage limits). Without a container engine configured (`SESSIONS_ENGINE`), answers `Sessions are not available: no container engine is configured`.
+         *
+         *     Permission: **User** (or **Sessions Modify**, for any user’s session); acting for a user (`user_id`) also takes **Users Auth Session**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The session (32 hex characters; dashed UUIDs accepted) */
+                        kasm_id?: string | null;
+                        /** @description The user the request acts for (Kasm’s impersonation): the key needs `User` and `Users Auth Session`; an unknown or malformed id answers `Invalid user_id (<id>)` */
+                        user_id?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The session’s expiration is extended */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description Always false: there are no usage limits */
+                            usage_reached: boolean;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/destroy_kasm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Destroy a session
+         * @description Stops the session `kasm_id`: `stopping`, its container stopped and removed (a start under way is cancelled), then `stopped`; answers once the container is gone. Its owner (the `user_id` the request acts for) may, and so may a key with `Sessions Delete` for any session. A session already over answers `{}` too. When the engine cannot remove the container: 503 `Destroy Error: <the engine’s reason>` (the session stays `stopping`; destroying it again retries). `kasm_id` is required (`Invalid Request: Missing required parameters`); a malformed or unknown one answers `Invalid kasm_id (<id>)`. A top-level `user_id` makes the request the user’s (Kasm’s impersonation): the key then needs `User` and `Users Auth Session` (else 401 `API Key (<name>) is not authorized to impersonate a user.`); an unknown or malformed id answers `Invalid user_id (<id>)`. Without a container engine configured (`SESSIONS_ENGINE`), answers `Sessions are not available: no container engine is configured`.
+         *
+         *     Permission: **User** (or **Sessions Delete**, for any user’s session); acting for a user (`user_id`) also takes **Users Auth Session** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The session (32 hex characters; dashed UUIDs accepted) */
+                        kasm_id?: string | null;
+                        /** @description The user the request acts for (Kasm’s impersonation): the key needs `User` and `Users Auth Session`; an unknown or malformed id answers `Invalid user_id (<id>)` */
+                        user_id?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The session is destroyed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/exec_command_kasm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a command in a session
+         * @description Starts `exec_config.cmd` (required, run by `sh -c`) in the running session `kasm_id`, as `exec_config.user` (default: the image’s) with `exec_config.environment`, and answers once it has started (not when it ends), as Kasm does. Its owner (the `user_id` the request acts for) may, and so may a key with `Sessions Modify` for any session. No `exec_config` or `cmd`: `Invalid Request: Missing required parameters`; `privileged: true`: refused; a session that is not running: `Kasm is not running or is not responding`; the engine refusing: `Kasm exec failed: <reason>` (503 when the engine cannot be reached). `kasm_id` is required (`Invalid Request: Missing required parameters`); a malformed or unknown one answers `Invalid kasm_id (<id>)`. A top-level `user_id` makes the request the user’s (Kasm’s impersonation): the key then needs `User` and `Users Auth Session` (else 401 `API Key (<name>) is not authorized to impersonate a user.`); an unknown or malformed id answers `Invalid user_id (<id>)`. Without a container engine configured (`SESSIONS_ENGINE`), answers `Sessions are not available: no container engine is configured`.
+         *
+         *     Permission: **User** (or **Sessions Modify**, for any user’s session); acting for a user (`user_id`) also takes **Users Auth Session** (not with a read-only key).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                        /** @description The session (32 hex characters; dashed UUIDs accepted) */
+                        kasm_id?: string | null;
+                        /** @description The user the request acts for (Kasm’s impersonation): the key needs `User` and `Users Auth Session`; an unknown or malformed id answers `Invalid user_id (<id>)` */
+                        user_id?: string | null;
+                        /** @description `{cmd, user?, environment?}`; required */
+                        exec_config?: {
+                            /** @description Required: a shell command line, run with `sh -c` */
+                            cmd?: string | null;
+                            /** @description The user to run it as (default: the image’s) */
+                            user?: string | null;
+                            /** @description Variables of the command; names like `^[A-Za-z_][A-Za-z0-9_]*$` */
+                            environment?: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description Not supported: `true` answers 400 */
+                            privileged?: boolean | null;
+                        } | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description The command was started (not waited for) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description A session (Kasm’s `kasm`) */
+                            kasm: {
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                kasm_id: string;
+                                /**
+                                 * @description UUID as 32 lowercase hex characters
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                user_id: string;
+                                /**
+                                 * @description null once the image was deleted
+                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                 */
+                                image_id: string | null;
+                                image: {
+                                    /**
+                                     * @description UUID as 32 lowercase hex characters
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    image_id: string | null;
+                                    /** @description The image reference the container was made from */
+                                    name: string;
+                                    friendly_name: string | null;
+                                    image_src: string | null;
+                                };
+                                /**
+                                 * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
+                                 * @enum {string}
+                                 */
+                                operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
+                                /** @description The engine’s id of the container, once started */
+                                container_id: string | null;
+                                /** @description The workspace’s port in its container */
+                                port: number;
+                                /**
+                                 * @description When the session was requested
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                start_date: string;
+                                /**
+                                 * @description The last keepalive (the request at first)
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                keepalive_date: string;
+                                /**
+                                 * @description When the session is destroyed unless kept alive
+                                 * @example 2026-11-22 09:15:00.123000
+                                 */
+                                expiration_date: string;
+                                user: {
+                                    username: string;
+                                };
+                                /** @description Where the session runs */
+                                server: {
+                                    /**
+                                     * @description Always null: sessions run on container engines, not registered agents
+                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
+                                     */
+                                    server_id: string | null;
+                                    /** @description The host the engine runs the container on */
+                                    hostname: string;
+                                    /** @description The workspace’s port in its container */
+                                    port: number;
+                                    /**
+                                     * @description The container engine
+                                     * @example docker
+                                     */
+                                    provider: string;
+                                    /** @example default */
+                                    zone_name: string;
+                                };
+                            };
+                            /**
+                             * @description The server’s time now (UTC)
+                             * @example 2026-11-22 09:15:00.123000
+                             */
+                            current_time: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/join_kasm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * join_kasm (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: join_kasm is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_kasm_screenshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_kasm_screenshot (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_kasm_screenshot is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_kasm_frame_stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_kasm_frame_stats (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_kasm_frame_stats is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_kasm_bottleneck_stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_kasm_bottleneck_stats (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_kasm_bottleneck_stats is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/set_session_permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * set_session_permissions (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: set_session_permissions is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/set_all_session_permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * set_all_session_permissions (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: set_all_session_permissions is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_session_permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_session_permissions (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_session_permissions is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_session_permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_session_permissions (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: delete_session_permissions is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_all_session_permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_all_session_permissions (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: delete_all_session_permissions is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_session_recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_session_recordings (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_session_recordings is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_sessions_recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_sessions_recordings (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_sessions_recordings is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_session_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_session_tokens (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_session_tokens is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_session_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_session_token (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_session_token is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/create_session_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * create_session_token (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: create_session_token is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_session_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * update_session_token (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: update_session_token is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_session_token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_session_token (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: delete_session_token is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_session_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_session_tokens (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: delete_session_tokens is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_cast_configs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_cast_configs (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_cast_configs is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_cast_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_cast_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_cast_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/create_cast_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * create_cast_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: create_cast_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_cast_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * update_cast_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: update_cast_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_cast_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_cast_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: delete_cast_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/get_staging_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * get_staging_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: get_staging_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/create_staging_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * create_staging_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: create_staging_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/update_staging_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * update_staging_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: update_staging_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/delete_staging_config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * delete_staging_config (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: delete_staging_config is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Missing or invalid credentials */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/public/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * activate (not supported)
+         * @description A Kasm operation this service does not provide (session sharing, screenshots and statistics, session permissions, recordings, login session tokens, casting, staging, licensing): any valid key gets 400 `Unsupported request: activate is not available on this server`.
+         *
+         *     Permission: **any valid key**.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description Any body: the operation is not supported */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description API key (or header `api-key`) */
+                        api_key?: string;
+                        /** @description API key secret (or header `api-key-secret`) */
+                        api_key_secret?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Never answered: the operation always answers 400 (not supported) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
                     };
                 };
                 /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
