@@ -25,7 +25,8 @@ let calls: Recorder;
 let workspace: WorkspaceClient;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  // With the in-process session engine: sessions start without Docker.
+  server = await startTestServer({ SESSIONS_ENGINE: 'memory' });
   calls = recorder(document);
   workspace = createWorkspaceClient({ baseUrl: server.baseUrl, ...server.admin, fetch: calls.fetch });
 });
@@ -115,6 +116,77 @@ describe('the key pair in every body', () => {
     await ok('delete_user', { target_user: { user_id: userId }, force: true });
   });
 
+  test('sessions, as a Kasm helper does it: a user in a group allowed an image, a session started, reached, kept alive, used and destroyed', async () => {
+    const { user } = await ok('create_user', { target_user: { username: 'Grace', password: 'x' } });
+    const { group } = await ok('create_group', { target_group: { name: 'class S', priority: 20 } });
+    const { image } = await ok('install_workspace', {
+      workspace: { ...entry, name: 'registry.example.com:5000/team/session:1.0' },
+    });
+    await ok('add_user_group', {
+      target_user: { user_id: user.user_id },
+      target_group: { group_id: group.group_id },
+    });
+    await ok('add_images_group', {
+      target_group: { group_id: group.group_id },
+      target_image: { image_id: image.image_id },
+    });
+
+    const requested = await ok('request_kasm', {
+      user_id: user.user_id,
+      image_id: image.image_id,
+      environment: { GREETING: 'hello' },
+    });
+    expect(requested).toMatchObject({ status: 'requested', user_id: user.user_id, username: 'grace' });
+    expect(requested.kasm_url).toBe(
+      `/#/connect/kasm/${requested.kasm_id}/${user.user_id}/${requested.session_token}`,
+    );
+    const session = { kasm_id: requested.kasm_id, user_id: user.user_id };
+    let status = await ok('get_kasm_status', session);
+    for (let i = 0; status.operational_status !== 'running' && i < 100; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      status = await ok('get_kasm_status', session);
+    }
+    expect(status.operational_status).toBe('running');
+    expect(status.kasm?.user.username).toBe('grace');
+    expect(status.kasm_url).toMatch(new RegExp(`^/#/connect/kasm/${requested.kasm_id}/${user.user_id}/`));
+
+    expect((await ok('get_kasms')).kasms.map((k) => k.kasm_id)).toContain(requested.kasm_id);
+    expect((await ok('get_user', { target_user: { user_id: user.user_id } })).user.kasms).toHaveLength(1);
+    expect(await ok('keepalive', session)).toEqual({ usage_reached: false });
+    const exec = await ok('exec_command_kasm', { ...session, exec_config: { cmd: 'echo hi', user: 'root' } });
+    expect(exec.kasm.kasm_id).toBe(requested.kasm_id);
+    expect(await ok('destroy_kasm', session)).toEqual({});
+    expect((await ok('get_kasm_status', session)).operational_status).toBe('stopped');
+
+    // Kasm's refusals come back typed.
+    const again = await workspace.call('keepalive', session);
+    expect([again.response.status, again.error]).toEqual([
+      400,
+      { error_message: `Keepalive Error: the session (${requested.kasm_id}) is stopped` },
+    ]);
+    await ok('delete_user', { target_user: { user_id: user.user_id } });
+  });
+
+  test('the session operations this service does not provide answer 400, each', async () => {
+    const unsupported = operationsOf(document)
+      .filter((op) => op.startsWith('POST /api/public/'))
+      .map((op) => op.slice('POST /api/public/'.length) as OperationName)
+      .filter((name) =>
+        (document.paths[`/api/public/${name}`].post as { summary?: string }).summary?.endsWith(
+          '(not supported)',
+        ),
+      );
+    expect(unsupported).toContain('join_kasm');
+    for (const name of unsupported) {
+      const { response, error } = await workspace.call(name, {});
+      expect([name, response.status, error]).toEqual([
+        name,
+        400,
+        { error_message: `Unsupported request: ${name} is not available on this server` },
+      ]);
+    }
+  });
+
   test('errors are Kasm error bodies, typed from the document', async () => {
     const unknown = await workspace.call('get_user', { target_user: { username: 'nobody' } });
     const error: KasmError | undefined = unknown.error;
@@ -136,7 +208,7 @@ describe('the key pair in every body', () => {
     const names = operationsOf(document)
       .filter((op) => op.startsWith('POST /api/public/'))
       .map((op) => op.slice('POST /api/public/'.length) as OperationName);
-    expect(names).toHaveLength(23);
+    expect(names).toHaveLength(56);
     for (const name of names) {
       const { response, error } = await wrong.call(name);
       expect([name, response.status, error]).toEqual([name, 403, { error_message: 'Access Denied' }]);
