@@ -12,6 +12,7 @@ import { createEventsRepository } from './events/repository';
 import eventsRoutes from './events/routes';
 import panelRoutes from './panel/routes';
 import postsRoutes from './posts/routes';
+import { Post, Reply } from './posts/schemas';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -67,6 +68,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       exposedHeaders: ['link', 'retry-after'],
     },
   });
+  // Named components of the document (`#/components/schemas/Post`), referenced by the routes and events.
+  for (const schema of [Reply, Post]) app.addSchema(schema);
   await app.register(cookies);
   await app.register(clientIds);
   await app.register(writeRateLimit, config.writeLimits);

@@ -14,8 +14,8 @@ export type { components, operations, paths };
 
 type List = paths['/api/microblog']['get'];
 /** A post as the list shows it (with its first replies and its reaction counts). */
-export type Post = List['responses'][200]['content']['application/json'][number];
-export type Reply = Post['replies'][number];
+export type Post = components['schemas']['Post'];
+export type Reply = components['schemas']['Reply'];
 /** The list's query: `limit` (1..500), `before` (a post id), `topic`. */
 export type ListQuery = NonNullable<List['parameters']['query']>;
 export type Topic = NonNullable<ListQuery['topic']>;

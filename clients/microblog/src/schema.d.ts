@@ -226,46 +226,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @description Server-assigned, a JSON number */
-                            id: number;
-                            content: string;
-                            /**
-                             * @description The quest topic
-                             * @enum {string}
-                             */
-                            quest_topic: "digital_footprint" | "online_safety" | "digital_literacy" | "cyberbullying" | "privacy_security" | "digital_ethics";
-                            student_name: string;
-                            /**
-                             * Format: date-time
-                             * @description Creation time, ISO 8601 UTC with milliseconds
-                             * @example 2026-11-22T09:15:00.123Z
-                             */
-                            timestamp: string;
-                            /** @description Oldest first; at most the first 100 */
-                            replies: {
-                                id: number;
-                                post_id: number;
-                                content: string;
-                                /** @description null: the panel shows "Anonymous" */
-                                student_name: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:00.123Z
-                                 */
-                                timestamp: string;
-                            }[];
-                            /** @description Total replies of the post */
-                            reply_count: number;
-                            /** @description One counter per reaction kind, every kind present */
-                            reactions: {
-                                like: number;
-                                love: number;
-                                celebrate: number;
-                                insightful: number;
-                                support: number;
-                            };
-                        }[];
+                        "application/json": components["schemas"]["Post"][];
                     };
                 };
                 /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
@@ -331,46 +292,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @description Server-assigned, a JSON number */
-                            id: number;
-                            content: string;
-                            /**
-                             * @description The quest topic
-                             * @enum {string}
-                             */
-                            quest_topic: "digital_footprint" | "online_safety" | "digital_literacy" | "cyberbullying" | "privacy_security" | "digital_ethics";
-                            student_name: string;
-                            /**
-                             * Format: date-time
-                             * @description Creation time, ISO 8601 UTC with milliseconds
-                             * @example 2026-11-22T09:15:00.123Z
-                             */
-                            timestamp: string;
-                            /** @description Oldest first; at most the first 100 */
-                            replies: {
-                                id: number;
-                                post_id: number;
-                                content: string;
-                                /** @description null: the panel shows "Anonymous" */
-                                student_name: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:00.123Z
-                                 */
-                                timestamp: string;
-                            }[];
-                            /** @description Total replies of the post */
-                            reply_count: number;
-                            /** @description One counter per reaction kind, every kind present */
-                            reactions: {
-                                like: number;
-                                love: number;
-                                celebrate: number;
-                                insightful: number;
-                                support: number;
-                            };
-                        };
+                        "application/json": components["schemas"]["Post"];
                     };
                 };
                 /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
@@ -481,18 +403,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            id: number;
-                            post_id: number;
-                            content: string;
-                            /** @description null: the panel shows "Anonymous" */
-                            student_name: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:15:00.123Z
-                             */
-                            timestamp: string;
-                        };
+                        "application/json": components["schemas"]["Reply"];
                     };
                 };
                 /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
@@ -618,46 +529,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @description Server-assigned, a JSON number */
-                            id: number;
-                            content: string;
-                            /**
-                             * @description The quest topic
-                             * @enum {string}
-                             */
-                            quest_topic: "digital_footprint" | "online_safety" | "digital_literacy" | "cyberbullying" | "privacy_security" | "digital_ethics";
-                            student_name: string;
-                            /**
-                             * Format: date-time
-                             * @description Creation time, ISO 8601 UTC with milliseconds
-                             * @example 2026-11-22T09:15:00.123Z
-                             */
-                            timestamp: string;
-                            /** @description Oldest first; at most the first 100 */
-                            replies: {
-                                id: number;
-                                post_id: number;
-                                content: string;
-                                /** @description null: the panel shows "Anonymous" */
-                                student_name: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:15:00.123Z
-                                 */
-                                timestamp: string;
-                            }[];
-                            /** @description Total replies of the post */
-                            reply_count: number;
-                            /** @description One counter per reaction kind, every kind present */
-                            reactions: {
-                                like: number;
-                                love: number;
-                                celebrate: number;
-                                insightful: number;
-                                support: number;
-                            };
-                        };
+                        "application/json": components["schemas"]["Post"];
                     };
                 };
                 /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
@@ -772,47 +644,7 @@ export interface paths {
                              * @enum {string}
                              */
                             event: "post";
-                            /** @description The `data:` line (JSON). The new post, exactly as a list item */
-                            data: {
-                                /** @description Server-assigned, a JSON number */
-                                id: number;
-                                content: string;
-                                /**
-                                 * @description The quest topic
-                                 * @enum {string}
-                                 */
-                                quest_topic: "digital_footprint" | "online_safety" | "digital_literacy" | "cyberbullying" | "privacy_security" | "digital_ethics";
-                                student_name: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Creation time, ISO 8601 UTC with milliseconds
-                                 * @example 2026-11-22T09:15:00.123Z
-                                 */
-                                timestamp: string;
-                                /** @description Oldest first; at most the first 100 */
-                                replies: {
-                                    id: number;
-                                    post_id: number;
-                                    content: string;
-                                    /** @description null: the panel shows "Anonymous" */
-                                    student_name: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:15:00.123Z
-                                     */
-                                    timestamp: string;
-                                }[];
-                                /** @description Total replies of the post */
-                                reply_count: number;
-                                /** @description One counter per reaction kind, every kind present */
-                                reactions: {
-                                    like: number;
-                                    love: number;
-                                    celebrate: number;
-                                    insightful: number;
-                                    support: number;
-                                };
-                            };
+                            data: components["schemas"]["Post"];
                         } | {
                             /** @description The `id:` line: the event’s id in the log */
                             id: number;
@@ -823,19 +655,7 @@ export interface paths {
                             event: "reply";
                             /** @description The `data:` line (JSON). A new reply and its post’s new `reply_count` */
                             data: {
-                                /** @description A reply to a post */
-                                reply: {
-                                    id: number;
-                                    post_id: number;
-                                    content: string;
-                                    /** @description null: the panel shows "Anonymous" */
-                                    student_name: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:15:00.123Z
-                                     */
-                                    timestamp: string;
-                                };
+                                reply: components["schemas"]["Reply"];
                                 /** @description The post’s reply count with this reply */
                                 reply_count: number;
                                 /**
@@ -962,6 +782,49 @@ export interface components {
             detail: string;
             /** @description Present on validation failures only */
             errors?: components["schemas"]["FieldError"][];
+        };
+        /** @description A reply to a post */
+        Reply: {
+            id: number;
+            post_id: number;
+            content: string;
+            /** @description null: the panel shows "Anonymous" */
+            student_name: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:15:00.123Z
+             */
+            timestamp: string;
+        };
+        /** @description A post with its first replies and reaction counts */
+        Post: {
+            /** @description Server-assigned, a JSON number */
+            id: number;
+            content: string;
+            /**
+             * @description The quest topic
+             * @enum {string}
+             */
+            quest_topic: "digital_footprint" | "online_safety" | "digital_literacy" | "cyberbullying" | "privacy_security" | "digital_ethics";
+            student_name: string;
+            /**
+             * Format: date-time
+             * @description Creation time, ISO 8601 UTC with milliseconds
+             * @example 2026-11-22T09:15:00.123Z
+             */
+            timestamp: string;
+            /** @description Oldest first; at most the first 100 */
+            replies: components["schemas"]["Reply"][];
+            /** @description Total replies of the post */
+            reply_count: number;
+            /** @description One counter per reaction kind, every kind present */
+            reactions: {
+                like: number;
+                love: number;
+                celebrate: number;
+                insightful: number;
+                support: number;
+            };
         };
     };
     responses: never;

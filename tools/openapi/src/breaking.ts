@@ -32,16 +32,43 @@ function stricterRule(diff: { action: string; path: ReadonlyArray<string | numbe
 }
 
 /**
+ * `document` with every `$ref` to `#/components/schemas/…` replaced by the component itself (its
+ * siblings kept), a reference inside its own component left as it is. api-smart-diff compares a
+ * `$ref` it meets against an inline schema as an `allOf` it adds, so an inline schema moved into a
+ * named component would read as every field removed; compared inlined, only real changes remain.
+ */
+export function inlineComponents(document: OpenApiDocument): OpenApiDocument {
+  const components =
+    (document as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {};
+  const PREFIX = '#/components/schemas/';
+  const inline = (node: unknown, within: ReadonlySet<string>): unknown => {
+    if (Array.isArray(node)) return node.map((item) => inline(item, within));
+    if (!node || typeof node !== 'object') return node;
+    const { $ref, ...rest } = node as Record<string, unknown>;
+    const siblings = Object.fromEntries(
+      Object.entries(rest).map(([key, value]) => [key, inline(value, within)]),
+    );
+    if (typeof $ref !== 'string' || !$ref.startsWith(PREFIX))
+      return $ref === undefined ? siblings : { $ref, ...siblings };
+    const name = decodeURIComponent($ref.slice(PREFIX.length)).replace(/~1/g, '/').replace(/~0/g, '~');
+    if (within.has(name) || !(name in components)) return { $ref, ...siblings };
+    return { ...(inline(components[name], new Set([...within, name])) as object), ...siblings };
+  };
+  return { ...document, paths: inline(document.paths, new Set()) as OpenApiDocument['paths'] };
+}
+
+/**
  * The changes from `before` to `after` that break a client of `before`: an operation, a parameter, a
  * response status or a response field removed; a request field or parameter made required; a
  * request's accepted values narrowed (type, enum, bounds, length); a response field no longer
  * required; a type changed; a response value made nullable. Classified by api-smart-diff (its OpenAPI
- * 3.0 rules, `$ref`s resolved, so a change of a shared component is reported at each use), with the
+ * 3.0 rules) over both documents with their components inlined (`inlineComponents`: a change of a
+ * shared component is reported at each use, and naming an inline schema changes nothing), with the
  * two stricter rules above. Changes of components themselves are left out: what a client sees is the
  * operations, and each use of a component is compared there.
  */
 export function breakingChanges(before: OpenApiDocument, after: OpenApiDocument): BreakingChange[] {
-  return apiDiff(before, after)
+  return apiDiff(inlineComponents(before), inlineComponents(after))
     .filter((diff) => diff.path[0] === 'paths')
     .filter((diff) => diff.type === 'breaking' || stricterRule(diff))
     .map((diff) => ({

@@ -97,6 +97,16 @@ describe('breaking changes between two documents', () => {
     ['a required response field no longer required', (d) => (d.components.schemas.Note.required = ['id'])],
     ['a response field removed', (d) => delete d.components.schemas.Note.properties.text],
     [
+      'a response field removed while the schema is inlined',
+      (d) => {
+        const { text: _text, ...properties } = d.components.schemas.Note.properties;
+        d.paths['/notes'].post.responses[201].content['application/json'].schema = {
+          ...d.components.schemas.Note,
+          properties,
+        };
+      },
+    ],
+    [
       'a request field made required',
       (d) => d.paths['/notes'].post.requestBody.content['application/json'].schema.required.push('tag'),
     ],
@@ -175,8 +185,33 @@ describe('breaking changes between two documents', () => {
     ['a response field added', (d) => (d.components.schemas.Note.properties.color = { type: 'string' })],
     ['a description changed', (d) => (d.paths['/notes'].get.responses[200].description = 'every note')],
     ['the version changed', (d) => (d.info.version = '1.3.0')],
+    [
+      'an inline schema named as a component (the same fields, now a $ref)',
+      (d) => {
+        d.components.schemas.NewNote = d.paths['/notes'].post.requestBody.content['application/json'].schema;
+        d.paths['/notes'].post.requestBody.content['application/json'].schema = {
+          $ref: '#/components/schemas/NewNote',
+        };
+      },
+    ],
+    [
+      'a component inlined where it was referred to',
+      (d) =>
+        (d.paths['/notes'].post.responses[201].content['application/json'].schema =
+          d.components.schemas.Note),
+    ],
   ])('%s breaks nothing', (_name, edit) => {
     expect(breaks(edit)).toEqual([]);
+  });
+
+  test("a response's inline schema named as a component (now a $ref) breaks nothing", () => {
+    const inline = changed(
+      (d) =>
+        (d.paths['/notes'].post.responses[201].content['application/json'].schema = structuredClone(
+          d.components.schemas.Note,
+        )),
+    );
+    expect(breakingChanges(inline, document())).toEqual([]);
   });
 
   test('a removed operation is named in words', () => {

@@ -2,14 +2,19 @@ import type { Kysely } from 'kysely';
 import type { TSchema } from '@sinclair/typebox';
 import { createEventLogRepository, type EventRow } from '@platform/db';
 import type { MicroblogDatabase } from '../db/schema';
+import { Post, Reply } from '../posts/schemas';
 import { EVENT_DATA, type MicroblogEvent } from './schemas';
+
+/** The named schemas (`$id`) the events' schemas refer to. */
+const NAMED = { Post, Reply };
 
 /**
  * `value` with its keys in the order of `schema`'s properties, nested: jsonb keeps keys in an order
  * of its own, and an event's `data:` is sent as the API writes the same shape (a `post` event's is
  * the very JSON of a list item).
  */
-function inSchemaOrder(schema: TSchema, value: unknown): unknown {
+function inSchemaOrder(schemaOrRef: TSchema, value: unknown): unknown {
+  const schema: TSchema = NAMED[schemaOrRef.$ref as keyof typeof NAMED] ?? schemaOrRef;
   if (Array.isArray(value)) return schema.items ? value.map((v) => inSchemaOrder(schema.items, v)) : value;
   if (value === null || typeof value !== 'object' || !schema.properties) return value;
   const ordered: Record<string, unknown> = {};

@@ -6,12 +6,12 @@ import { Post, QuestTopicSchema, ReactionCounts, Reply } from '../posts/schemas'
 const PostTopic = annotate(QuestTopicSchema, { description: 'The post’s topic (what `topic` filters on)' });
 
 /** `post`: the new post, exactly as a list item of `GET /api/microblog` shows it. */
-export const PostEventData = annotate(Post, { description: 'The new post, exactly as a list item' });
+export const PostEventData = Type.Ref(Post, { description: 'The new post, exactly as a list item' });
 
 /** `reply`: the new reply and its post's new reply count. */
 export const ReplyEventData = Type.Object(
   {
-    reply: Reply,
+    reply: Type.Ref(Reply),
     reply_count: Type.Integer({ minimum: 1, description: 'The post’s reply count with this reply' }),
     quest_topic: PostTopic,
   },

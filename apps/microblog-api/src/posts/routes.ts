@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { errorResponses, nativeJson, rejectNonFinite, RequestValidationError } from '@platform/http-kit';
-import { annotate, MAX_ID } from '@platform/schema';
+import { MAX_ID } from '@platform/schema';
 import { PostNotFoundError, problemDetailsDialect } from '../errors';
 import { createPostsRepository, type PostWithReplies, type ReplyView } from './repository';
 import {
@@ -136,7 +136,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`Link: </api/microblog?before=ID&limit=N>; rel="next"` (keeping `topic` when filtered). An empty database gives `[]`.',
         querystring: ListQuery,
         response: {
-          200: Type.Array(Post, {
+          200: Type.Array(Type.Ref(Post), {
             description: 'A page of posts',
             headers: {
               Link: {
@@ -176,7 +176,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description:
         'Creates a post. Text is trimmed and stored raw. Counts against the per-address write rate limit.',
       body: CreatePostBody,
-      answer: { 201: annotate(Post, { description: 'The created post (no replies, zero reactions)' }) },
+      answer: { 201: Type.Ref(Post, { description: 'The created post (no replies, zero reactions)' }) },
     }),
     async (request, reply) => {
       const { content, quest_topic, student_name } = request.body;
@@ -193,7 +193,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'Adds a reply to the post named by `post_id` (a number or a string of digits; aliases `postId`, `microblogId`). ' +
         '`student_name` is optional (absent or null: anonymous). Counts against the write rate limit.',
       body: CreateReplyBody,
-      answer: { 201: annotate(Reply, { description: 'The created reply' }) },
+      answer: { 201: Type.Ref(Reply, { description: 'The created reply' }) },
       namesPost: true,
     }),
     async (request, reply) => {
@@ -214,7 +214,7 @@ const postsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         '(aliases `postId`, `microblogId`). A reaction is a counter: every request adds one, atomically. ' +
         'Answers the updated post. Counts against the write rate limit.',
       body: ReactionBody,
-      answer: { 200: annotate(Post, { description: 'The post with its updated counts' }) },
+      answer: { 200: Type.Ref(Post, { description: 'The post with its updated counts' }) },
       namesPost: true,
     }),
     async (request) => {

@@ -44,7 +44,7 @@ export const Reply = Type.Object(
     }),
     timestamp: IsoTimestamp(),
   },
-  { description: 'A reply to a post' },
+  { $id: 'Reply', description: 'A reply to a post' },
 );
 export type Reply = Static<typeof Reply>;
 
@@ -63,11 +63,13 @@ export const Post = Type.Object(
     quest_topic: QuestTopicSchema,
     student_name: Type.String(),
     timestamp: IsoTimestamp({ description: 'Creation time, ISO 8601 UTC with milliseconds' }),
-    replies: Type.Array(Reply, { description: `Oldest first; at most the first ${EMBEDDED_REPLIES}` }),
+    replies: Type.Array(Type.Ref(Reply), {
+      description: `Oldest first; at most the first ${EMBEDDED_REPLIES}`,
+    }),
     reply_count: Type.Integer({ minimum: 0, description: 'Total replies of the post' }),
     reactions: ReactionCounts,
   },
-  { description: 'A post with its first replies and reaction counts' },
+  { $id: 'Post', description: 'A post with its first replies and reaction counts' },
 );
 export type Post = Static<typeof Post>;
 
