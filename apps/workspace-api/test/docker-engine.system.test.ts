@@ -385,6 +385,27 @@ describe('many starts at once', () => {
       await queued.close();
     }
   }, 60_000);
+
+  it('a start cancelled while it waits leaves the line: it rejects, and makes no container', async () => {
+    const queued = new DockerEngine({ scope: SCOPE, maxConcurrentChanges: 1 });
+    try {
+      const first = queued.start(spec());
+      const controller = new AbortController();
+      const cancelledSession = spec();
+      const cancelled = queued.start(cancelledSession, {
+        signal: controller.signal,
+        onProgress: (p) => {
+          if (p.message.startsWith('Waiting for the engine')) controller.abort();
+        },
+      });
+      await expect(cancelled).rejects.toThrow(new EngineError('Cancelled: waiting for the engine'));
+      const { containerId } = await first;
+      expect(await containersOf(cancelledSession.sessionId)).toEqual([]);
+      await queued.remove(containerId);
+    } finally {
+      await queued.close();
+    }
+  });
 });
 
 describe('on a network of its own', () => {

@@ -196,6 +196,7 @@ describe('the line for container changes', () => {
     await tick();
     expect(order).toEqual([0, 1]);
     expect(limiter.waiting).toBe(3);
+    expect(limiter.ahead).toBe(5);
     gates[1]();
     await tick();
     expect(order).toEqual([0, 1, 2]);
@@ -211,6 +212,7 @@ describe('the line for container changes', () => {
     expect(await late).toBe('late');
     expect(most).toBe(2);
     expect(limiter.waiting).toBe(0);
+    expect(limiter.ahead).toBe(0);
   });
 
   it('a waiting task whose signal aborts leaves the line; a failing task frees its slot', async () => {

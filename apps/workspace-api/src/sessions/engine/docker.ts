@@ -420,6 +420,11 @@ export class Limiter {
     return this.line.length;
   }
 
+  /** How many tasks a task run now would wait behind (0: it would run at once). */
+  get ahead() {
+    return this.active < this.max ? 0 : this.active + this.line.length;
+  }
+
   async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.active < this.max) this.active++;
     else {
@@ -509,7 +514,7 @@ export class DockerEngine implements SessionEngine {
       report(`Pulling image ${reference} (${percent} %)`, 5 + Math.round(0.75 * percent)),
     );
 
-    const ahead = this.changes.waiting;
+    const ahead = this.changes.ahead;
     if (ahead) report(`Waiting for the engine (${ahead} ahead)`, 82);
     let containerId: string;
     try {
