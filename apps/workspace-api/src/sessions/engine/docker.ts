@@ -20,6 +20,11 @@ import {
  * mount, volume or tmpfs of the host, the entry's CPU, memory and /dev/shm limits. It is named
  * `workspace-session-<session id>` (so a session can never have two) and carries SESSION_LABELS, the
  * web port (WEB_PORT_LABEL: status() reads the port back from it) and, when set, the scope.
+ *
+ * Failures are EngineErrors: `unavailable` when the engine could not be reached or did not answer
+ * within `requestTimeoutMs`, a refusal carrying Docker's own words otherwise. A create that timed out
+ * may still happen on the engine after this driver has tried to remove it: such a labelled container
+ * without a session is what the reconciler (through list()) removes.
  */
 
 /** The label holding the container's web port (status() answers `{host: <its IP>, port: <this>}`). */
@@ -46,7 +51,10 @@ export interface DockerEngineOptions {
    * containers' addresses on it, e.g. by being attached to it too). Unset: Docker's default bridge.
    */
   network?: string;
-  /** When to pull a session's image: when it is not on the engine (default), at every start, or never. */
+  /**
+   * When to pull a session's image: when it is not on the engine (default); at every start (the
+   * image already there still serves when the pull fails); or never (a missing image is an error).
+   */
   pull?: PullPolicy;
   /**
    * Capabilities an image entry's `run_config.cap_add` may add back (e.g. `SYS_ADMIN`, with or
