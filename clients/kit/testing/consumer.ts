@@ -150,3 +150,70 @@ export function consumerProject(packageDirectory: string): ConsumerProject {
     remove: () => rmSync(directory, { recursive: true, force: true }),
   };
 }
+
+export interface ConsumerSuite {
+  /** The package's directory. */
+  packageDirectory: string;
+  /** A consumer's file: its `// @ts-expect-error` lines when `marked`, the same without them. */
+  consumer: (marked: boolean) => string;
+  /** The errors `tsc` gives the unmarked consumer, in order (`consumer.ts:<line>: TS<code> …`). */
+  unmarkedErrors: RegExp[];
+}
+
+/**
+ * The tests every client package has as its users meet it, in a `describe` of the caller: it is
+ * built, compiles in strict mode against `dist/` (the marked consumer cleanly, the unmarked one with
+ * exactly the expected errors: a wrong field name is a compile error), and its README's example
+ * compiles. Returns the project and the example, for the caller's run against the live service.
+ */
+export function consumerTests(suite: ConsumerSuite): { project: () => ConsumerProject; example: string } {
+  const manifest = JSON.parse(readFileSync(join(suite.packageDirectory, 'package.json'), 'utf8')) as {
+    name: string;
+  };
+  const [example] = readmeExamples(readFileSync(join(suite.packageDirectory, 'README.md'), 'utf8'));
+  let project: ConsumerProject | undefined;
+  beforeAll(async () => {
+    await buildPackage(suite.packageDirectory);
+    project = consumerProject(suite.packageDirectory);
+  }, 120_000);
+  afterAll(() => project?.remove());
+
+  it('compiles in strict mode against dist/, and a wrong field name is a compile error', () => {
+    const marked = project!.compile({ 'consumer.ts': suite.consumer(true) });
+    expect(marked.errors).toEqual([]);
+    expect(marked.packageFiles).toContain(join(suite.packageDirectory, 'dist', 'index.d.ts'));
+    expect(marked.packageFiles.filter((f) => f.includes('/src/'))).toEqual([]);
+    const unmarked = project!.compile({ 'consumer.ts': suite.consumer(false) });
+    expect(unmarked.errors).toEqual(suite.unmarkedErrors.map((pattern) => expect.stringMatching(pattern)));
+  });
+
+  it("compiles the README's example", () => {
+    expect(example).toContain(`from '${manifest.name}'`);
+    expect(project!.compile({ 'readme.ts': example }).errors).toEqual([]);
+  });
+
+  return { project: () => project!, example };
+}
+
+/**
+ * Writes through `write` until the running example prints `pattern` (a live stream it follows has
+ * opened and passed the write on), one write each `everyMs`; fails after `attempts`.
+ */
+export async function writeUntilPrinted(
+  running: RunningExample,
+  pattern: RegExp,
+  write: () => Promise<void>,
+  { attempts = 100, everyMs = 200 } = {},
+): Promise<void> {
+  const reached = running.printed(pattern, attempts * everyMs + 5_000);
+  let seen = false;
+  reached.then(
+    () => (seen = true),
+    () => undefined,
+  );
+  for (let i = 0; i < attempts && !seen; i++) {
+    await write();
+    await Promise.race([reached, new Promise((resolve) => setTimeout(resolve, everyMs))]);
+  }
+  await reached;
+}

@@ -1,31 +1,16 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '@platform/workspace-api/test-support';
-import {
-  buildPackage,
-  consumerProject,
-  readmeExamples,
-  type ConsumerProject,
-} from '@platform/client-kit/testing';
+import { consumerTests } from '@platform/client-kit/testing';
 import { createWorkspaceClient } from '../src/index.js';
 
 /**
  * The package as a script author installs it: built, imported by name from `dist/`, compiled by a
  * strict `tsc`; its README's example compiled the same way and run against the live service.
  */
-const PACKAGE = join(__dirname, '..');
-const README = readFileSync(join(PACKAGE, 'README.md'), 'utf8');
-
-let project: ConsumerProject;
-beforeAll(async () => {
-  await buildPackage(PACKAGE);
-  project = consumerProject(PACKAGE);
-}, 120_000);
-afterAll(() => project?.remove());
-
-const consumer = (expectErrors: boolean) => {
-  const expected = expectErrors ? '// @ts-expect-error: a wrong field name\n' : '';
-  return `import { createWorkspaceClient, type KasmError } from '@platform/workspace-client';
+const marker = (marked: boolean) => (marked ? '// @ts-expect-error: a wrong field name\n' : '');
+const consumer = (
+  marked: boolean,
+) => `import { createWorkspaceClient, type KasmError } from '@platform/workspace-client';
 
 const workspace = createWorkspaceClient({ baseUrl: 'http://localhost:8080', api_key: 'k', api_key_secret: 's' });
 
@@ -33,30 +18,19 @@ export async function enrol(): Promise<string | KasmError> {
   const { data, error } = await workspace.call('create_user', { target_user: { username: 'ada' } });
   if (error) return error;
   const id: string = data.user.user_id;
-  ${expected}  await workspace.call('create_user', { target_user: { user_name: id } });
-  ${expected}  return data.user.user_name;
+  ${marker(marked)}  await workspace.call('create_user', { target_user: { user_name: id } });
+  ${marker(marked)}  return data.user.user_name;
 }
 `;
-};
 
 describe('a consumer of the published package', () => {
-  it('compiles in strict mode against dist/, and a wrong field name is a compile error', () => {
-    const right = project.compile({ 'consumer.ts': consumer(true) });
-    expect(right.errors).toEqual([]);
-    expect(right.packageFiles).toContain(join(PACKAGE, 'dist', 'index.d.ts'));
-    expect(right.packageFiles.filter((f) => f.includes('/src/'))).toEqual([]);
-
-    const wrong = project.compile({ 'consumer.ts': consumer(false) });
-    expect(wrong.errors).toEqual([
-      expect.stringMatching(/^consumer\.ts:9: TS\d+ .*'username'/),
-      expect.stringMatching(/^consumer\.ts:10: TS2551 Property 'user_name' does not exist/),
-    ]);
-  });
-
-  it("compiles the README's example", () => {
-    const [example] = readmeExamples(README);
-    expect(example).toContain("from '@platform/workspace-client'");
-    expect(project.compile({ 'readme.ts': example }).errors).toEqual([]);
+  const { project, example } = consumerTests({
+    packageDirectory: join(__dirname, '..'),
+    consumer,
+    unmarkedErrors: [
+      /^consumer\.ts:9: TS\d+ .*'username'/,
+      /^consumer\.ts:10: TS2551 Property 'user_name' does not exist/,
+    ],
   });
 
   describe("the README's example against the live service", () => {
@@ -67,11 +41,14 @@ describe('a consumer of the published package', () => {
     afterAll(() => server?.close());
 
     it('creates a user, lists users, creates a group and puts the user in it', async () => {
-      const [example] = readmeExamples(README);
-      const running = project.run('readme.ts', example.replaceAll('http://localhost:8080', server.baseUrl), {
-        API_KEY: server.admin.api_key,
-        API_KEY_SECRET: server.admin.api_key_secret,
-      });
+      const running = project().run(
+        'readme.ts',
+        example.replaceAll('http://localhost:8080', server.baseUrl),
+        {
+          API_KEY: server.admin.api_key,
+          API_KEY_SECRET: server.admin.api_key_secret,
+        },
+      );
       expect(await running.exited).toBe(0);
       expect(running.output()).toBe('1 users; ada is in Developers true\n');
 
