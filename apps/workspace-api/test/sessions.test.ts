@@ -229,6 +229,27 @@ describe('sessions on the in-process engine', () => {
       expect(stored.connect_token_hash).toBeNull();
     });
 
+    test('a workspace that exits right after its start: failed, with the reason the engine read, and no container', async () => {
+      const { user, image } = await ready();
+      engine().exitNextStart('The container exited with code 3: WORKSPACE_TEST_FAIL is set');
+      const { kasm_id } = await running(user.user_id, image);
+      expect(await stateOf(kasm_id)).toBe('failed');
+      expect((await ok('get_kasm_status', { kasm_id, user_id: user.user_id })).operational_message).toBe(
+        'The container exited with code 3: WORKSPACE_TEST_FAIL is set',
+      );
+      expect(engine().containerOf(kasm_id)).toBeUndefined();
+    });
+
+    test('running means its web port answers: the engine\u2019s own server is reached', async () => {
+      const { user, image } = await ready();
+      const { kasm_id } = await running(user.user_id, image);
+      const status = await engine().status(engine().containerOf(kasm_id)!.containerId);
+      if (status.state !== 'running') throw new Error(status.state);
+      const page = await fetch(`http://${status.address.host}:${status.address.port}/`);
+      expect(await page.text()).toBe('memory workspace');
+      await ok('destroy_kasm', { kasm_id, user_id: user.user_id });
+    });
+
     test('destroyed while starting: the start is cancelled, nothing runs, the session stays stopped', async () => {
       const { user, image } = await ready();
       const release = engine().holdStarts();
@@ -239,6 +260,22 @@ describe('sessions on the in-process engine', () => {
       await t().app.sessions.settled();
       expect(await stateOf(kasm_id)).toBe('stopped');
       expect(engine().containerOf(kasm_id)).toBeUndefined();
+    });
+
+    test('destroyed while waiting for its web port: the recorded container is removed by the destroy', async () => {
+      const { user, image } = await ready();
+      engine().answering = false;
+      try {
+        const { kasm_id } = (await request(user.user_id, image)).json();
+        await eventually(async () => (await row(kasm_id))?.container_id != null);
+        expect(await stateOf(kasm_id)).toBe('starting');
+        expect(await ok('destroy_kasm', { kasm_id, user_id: user.user_id })).toEqual({});
+        expect(engine().containerOf(kasm_id)).toBeUndefined();
+        await t().app.sessions.settled();
+        expect(await stateOf(kasm_id)).toBe('stopped');
+      } finally {
+        engine().answering = true;
+      }
     });
 
     test('a destroy the engine cannot finish: 503 Destroy Error, still stopping; destroying again finishes', async () => {
@@ -413,6 +450,7 @@ describe('sessions on the in-process engine', () => {
       // Another user is not held back by it.
       const { user: other } = await ready(image);
       expect((await request(other.user_id, image)).statusCode).toBe(200);
+      await t().app.sessions.settled();
       // One over, one more may start; failed and stopped sessions do not count.
       const first = answers.find((r) => r.statusCode === 200)!.json().kasm_id;
       await ok('destroy_kasm', { kasm_id: first, user_id: user.user_id });
@@ -1005,6 +1043,21 @@ describe('sessions with other settings', () => {
     const status = await kit.ok('get_kasm_status', { kasm_id, user_id: other.user_id });
     expect(status.kasm.port).toBe(3000);
     expect(kit.engine().containerOf(kasm_id)!.spec.webPort).toBe(3000);
+  });
+
+  test('a workspace that never answers on its web port fails at SESSIONS_START_TIMEOUT_MS, saying where', async () => {
+    const { user, image } = await kit.ready();
+    kit.engine().answering = false;
+    try {
+      const { kasm_id } = await kit.running(user.user_id, image);
+      expect(await kit.row(kasm_id)).toMatchObject({
+        state: 'failed',
+        reason: 'The workspace did not answer on 127.0.0.1:1 within 1 second',
+      });
+      expect(kit.engine().containerOf(kasm_id)).toBeUndefined();
+    } finally {
+      kit.engine().answering = true;
+    }
   });
 
   test('a start past SESSIONS_START_TIMEOUT_MS fails with a reason saying so', async () => {

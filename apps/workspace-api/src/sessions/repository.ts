@@ -218,6 +218,16 @@ export function createSessionsRepository(db: Kysely<WorkspaceDatabase>) {
         .execute();
     },
 
+    /** The container a start made, recorded while `starting` (a destroy then removes it). */
+    async recordContainer(id: string, containerId: string): Promise<void> {
+      await db
+        .updateTable('sessions')
+        .set({ container_id: containerId })
+        .where('id', '=', id)
+        .where('state', '=', 'starting')
+        .execute();
+    },
+
     /**
      * starting → running with its container; the expiration is counted from now (never shortened), so
      * a slow start does not eat into the session's life. Undefined when the session was destroyed

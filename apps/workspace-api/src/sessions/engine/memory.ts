@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   EngineError,
   type ContainerStatus,
@@ -30,7 +32,11 @@ export interface MemoryEngineOptions {
   hostname?: string;
   /** How long a start takes, told in three progress reports (default 0). */
   startDelayMs?: number;
-  /** Where a running container "is" (default: 127.0.0.1 and the spec's web port; nothing listens there). */
+  /**
+   * Where a running container is reached. Default: one small HTTP server of the engine's own on
+   * 127.0.0.1 (a random port), which answers every request with 200 "memory workspace", so that
+   * what waits for a workspace's web port to answer has something to reach.
+   */
   address?: (container: MemoryContainer) => SessionAddress;
 }
 
@@ -66,8 +72,15 @@ export class MemoryEngine implements SessionEngine {
   /** Every `start` asked, in order (its spec), whether it succeeded or not. */
   readonly started: SessionContainerSpec[] = [];
   startDelayMs: number;
+  /**
+   * false: running containers are reported at an address where nothing listens (a workspace that
+   * never opens its web port).
+   */
+  answering = true;
   private readonly addressOf: (container: MemoryContainer) => SessionAddress;
   private readonly failures: string[] = [];
+  private readonly exits: string[] = [];
+  private server: Promise<{ server: Server; address: SessionAddress }> | undefined;
   private readonly removeFailures: EngineError[] = [];
   private held: { promise: Promise<void>; release: () => void } | undefined;
   private closed = false;
@@ -75,7 +88,25 @@ export class MemoryEngine implements SessionEngine {
   constructor(options: MemoryEngineOptions = {}) {
     this.hostname = options.hostname ?? 'memory';
     this.startDelayMs = options.startDelayMs ?? 0;
-    this.addressOf = options.address ?? ((c) => ({ host: '127.0.0.1', port: c.spec.webPort }));
+    this.addressOf = options.address ?? (() => this.webAddress);
+  }
+
+  private webAddress: SessionAddress = { host: '127.0.0.1', port: 1 };
+
+  /** The engine's own web server, listening once the first container starts. */
+  private listen(): Promise<{ server: Server; address: SessionAddress }> {
+    this.server ??= new Promise((resolve, reject) => {
+      const server = createServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'text/plain' }).end('memory workspace');
+      });
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        this.webAddress = { host: '127.0.0.1', port };
+        resolve({ server, address: this.webAddress });
+      });
+    });
+    return this.server;
   }
 
   /** The next start fails with `reason` (each call queues one failure). */
@@ -86,6 +117,14 @@ export class MemoryEngine implements SessionEngine {
   /** The next `remove` fails with `reason` (the engine unreachable: `unavailable`). */
   failNextRemove(reason = 'The engine cannot be reached', unavailable = true): void {
     this.removeFailures.push(new EngineError(reason, unavailable));
+  }
+
+  /**
+   * The next start succeeds but its container exits at once with `reason` (a workspace that crashes
+   * at boot: start() resolves, status() answers `exited`).
+   */
+  exitNextStart(reason = 'The container exited with code 3: boom'): void {
+    this.exits.push(reason);
   }
 
   /**
@@ -149,8 +188,9 @@ export class MemoryEngine implements SessionEngine {
     await sleep(step, signal);
     const failure = this.failures.shift();
     if (failure !== undefined) throw new EngineError(failure);
+    await this.listen();
     const containerId = randomBytes(32).toString('hex');
-    this.containers.set(containerId, { containerId, spec });
+    this.containers.set(containerId, { containerId, spec, exited: this.exits.shift() });
     return { containerId };
   }
 
@@ -158,6 +198,8 @@ export class MemoryEngine implements SessionEngine {
     const container = this.containers.get(containerId);
     if (!container) return { state: 'missing' };
     if (container.exited !== undefined) return { state: 'exited', reason: container.exited };
+    // Port 1 on the loopback: nothing listens there.
+    if (!this.answering) return { state: 'running', address: { host: '127.0.0.1', port: 1 } };
     return { state: 'running', address: this.addressOf(container) };
   }
 
@@ -188,5 +230,9 @@ export class MemoryEngine implements SessionEngine {
   async close(): Promise<void> {
     this.closed = true;
     this.held?.release();
+    const listening = await this.server?.catch(() => undefined);
+    if (!listening) return;
+    listening.server.closeAllConnections();
+    await new Promise<void>((resolve) => listening.server.close(() => resolve()));
   }
 }
