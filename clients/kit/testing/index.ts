@@ -4,6 +4,8 @@
  * (and flags a response the document does not describe), and a browser-like cookie jar for fetch.
  */
 
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseServerSentEvents, type ServerSentEvent } from '../src/server-sent-events.js';
 
 interface Responses {
@@ -174,3 +176,30 @@ export function cookieJar(inner: (input: Request) => Promise<Response> = (r) => 
   };
 }
 export * from './consumer.js';
+
+/** The committed OpenAPI document of a service (`apps/<service>/openapi.json`), the clients' source. */
+export function committedDocument(service: string): Document {
+  const file = join(__dirname, '..', '..', '..', 'apps', service, 'openapi.json');
+  return JSON.parse(readFileSync(file, 'utf8')) as Document;
+}
+
+/**
+ * The last tests of a client's contract suite, after every other has called the service through
+ * `recorded()`'s fetch: each operation of the document was called, each that documents a 4xx
+ * answered one, and each response was one the document describes.
+ */
+export function documentProvenByClient(recorded: () => Recorder): void {
+  describe('the document, proven by the client', () => {
+    test('every operation of the document was called through the client', () => {
+      expect(recorded().uncalled()).toEqual([]);
+    });
+
+    test('every operation that documents a 4xx answered one', () => {
+      expect(recorded().withoutClientError()).toEqual([]);
+    });
+
+    test('every response was one the document describes (status and content type)', () => {
+      expect(recorded().undocumented()).toEqual([]);
+    });
+  });
+}

@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '@platform/microblog-api/test-support';
 import { proveStreamMessage } from '@platform/testing';
-import { recorder, type Document, type Recorder } from '@platform/client-kit/testing';
+import {
+  committedDocument,
+  documentProvenByClient,
+  recorder,
+  type Recorder,
+} from '@platform/client-kit/testing';
 import {
   ApiError,
   createMicroblogClient,
@@ -17,9 +20,7 @@ import {
  * called through it (the last test checks), errors come back typed from the document, and the live
  * stream resumes from its last id when the server drops it.
  */
-const document = JSON.parse(
-  readFileSync(join(__dirname, '..', '..', '..', 'apps', 'microblog-api', 'openapi.json'), 'utf8'),
-) as Document;
+const document = committedDocument('microblog-api');
 
 let server: TestServer;
 let calls: Recorder;
@@ -207,16 +208,4 @@ describe('the live stream', () => {
   });
 });
 
-describe('the document, proven by the client', () => {
-  test('every operation of the document was called through the client', () => {
-    expect(calls.uncalled()).toEqual([]);
-  });
-
-  test('every operation that documents a 4xx answered one', () => {
-    expect(calls.withoutClientError()).toEqual([]);
-  });
-
-  test('every response was one the document describes (status and content type)', () => {
-    expect(calls.undocumented()).toEqual([]);
-  });
-});
+documentProvenByClient(() => calls);

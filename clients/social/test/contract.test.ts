@@ -1,8 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '@platform/social-api/test-support';
 import { proveStreamMessage } from '@platform/testing';
-import { cookieJar, recorder, type Document, type Recorder } from '@platform/client-kit/testing';
+import {
+  committedDocument,
+  cookieJar,
+  documentProvenByClient,
+  recorder,
+  type Recorder,
+} from '@platform/client-kit/testing';
 import {
   createSocialClient,
   type FeedEvent,
@@ -17,9 +21,7 @@ import {
  * refreshed through the refresh cookie and the call retried, and the streams resume from their last
  * id after the server drops them and end after `token_expired`.
  */
-const document = JSON.parse(
-  readFileSync(join(__dirname, '..', '..', '..', 'apps', 'social-api', 'openapi.json'), 'utf8'),
-) as Document;
+const document = committedDocument('social-api');
 
 let server: TestServer;
 let calls: Recorder;
@@ -317,16 +319,4 @@ describe('the live streams', () => {
   });
 });
 
-describe('the document, proven by the client', () => {
-  test('every operation of the document was called through the client', () => {
-    expect(calls.uncalled()).toEqual([]);
-  });
-
-  test('every operation that documents a 4xx answered one', () => {
-    expect(calls.withoutClientError()).toEqual([]);
-  });
-
-  test('every response was one the document describes (status and content type)', () => {
-    expect(calls.undocumented()).toEqual([]);
-  });
-});
+documentProvenByClient(() => calls);
