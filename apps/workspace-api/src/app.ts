@@ -12,6 +12,7 @@ import usersRoutes from './users/routes';
 import groupsRoutes from './groups/routes';
 import imagesRoutes from './images/routes';
 import sessionsPlugin from './plugins/app/sessions';
+import sessionUpkeep from './plugins/app/session-upkeep';
 import sessionsRoutes from './sessions/routes';
 import type { SessionEngine } from './sessions/engine';
 import { engineFromConfig } from './sessions/engine/from-config';
@@ -95,6 +96,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     engine: deps.engine ?? engineFromConfig(config),
     ownsEngine: deps.engine === undefined,
   });
+  await app.register(sessionUpkeep);
 
   await app.register(authRoutes, { prefix: '/api/public' });
   await app.register(usersRoutes, { prefix: '/api/public' });

@@ -69,6 +69,17 @@ function sessionsEnv() {
       300_000,
       'How long a session\u2019s container may take to be pulled, created and started before the session fails',
     ),
+    SESSIONS_RECONCILE_MS: integer(
+      { minimum: 1000, maximum: 86_400_000 },
+      60_000,
+      'How often the engine\u2019s session containers and the session rows are made to agree (and once at start): ' +
+        'containers without a live session removed, sessions whose container vanished stopped',
+    ),
+    SESSIONS_SWEEP_MS: integer(
+      { minimum: 1000, maximum: 86_400_000 },
+      30_000,
+      'How often expired sessions are destroyed (by one replica at a time)',
+    ),
     SESSIONS_WEB_PORT: integer(
       { minimum: 1, maximum: 65535 },
       6901,
@@ -160,6 +171,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       keepaliveSeconds: e.SESSIONS_KEEPALIVE_SECONDS,
       startTimeoutMs: e.SESSIONS_START_TIMEOUT_MS,
       webPort: e.SESSIONS_WEB_PORT,
+      /** The reconciler's period (it also runs once at start). */
+      reconcileMs: e.SESSIONS_RECONCILE_MS,
+      /** The expiry sweeper's period. */
+      sweepMs: e.SESSIONS_SWEEP_MS,
     },
   };
 }
