@@ -895,3 +895,46 @@ describe('docker-compose.yml', () => {
     for (const schema of schemas) expect(schema).toMatch(/^[a-z_][a-z0-9_]*$/);
   });
 });
+
+describe('docker-compose.sessions.yml (workspace sessions on the host engine, an opt-in override)', () => {
+  const override = parseDocument(read('docker-compose.sessions.yml')).toJS() as Dict;
+  const services = override.services as Dict;
+  const workspace = services['workspace-api'] as Dict;
+
+  it('changes workspace-api alone, and publishes nothing', () => {
+    expect(Object.keys(services)).toEqual(['workspace-api']);
+    expect(workspace.ports).toBeUndefined();
+    expect(workspace.privileged).toBeUndefined();
+  });
+
+  it('mounts the Docker socket and nothing else of the host', () => {
+    expect(workspace.volumes).toEqual(['/var/run/docker.sock:/var/run/docker.sock']);
+  });
+
+  it("runs sessions on that engine, on a network of their own that the service joins (never the host's)", () => {
+    expect(workspace.environment).toMatchObject({
+      SESSIONS_ENGINE: 'docker',
+      DOCKER_HOST: 'unix:///var/run/docker.sock',
+      SESSIONS_NETWORK: 'platform-sessions',
+    });
+    expect(workspace.networks).toEqual(['default', 'sessions']);
+    expect(override.networks).toEqual({ sessions: { name: 'platform-sessions' } });
+  });
+
+  it("asks the operator for the socket's group rather than running the service as root", () => {
+    expect(workspace.user).toBeUndefined();
+    expect(workspace.group_add).toEqual([expect.stringMatching(/^\$\{DOCKER_GID:\?/)]);
+    const refused = spawnSync(
+      'docker-compose',
+      ['-f', 'docker-compose.yml', '-f', 'docker-compose.sessions.yml', 'config', '-q'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, DOCKER_GID: '' },
+        encoding: 'utf8',
+      },
+    );
+    if (refused.error) return; // no docker-compose here: the static checks above still hold
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/set DOCKER_GID to the group id of \/var\/run\/docker.sock/);
+  });
+});
