@@ -13,6 +13,10 @@ import groupsRoutes from './groups/routes';
 import imagesRoutes from './images/routes';
 import sessionsPlugin from './plugins/app/sessions';
 import sessionUpkeep from './plugins/app/session-upkeep';
+import cookies from './plugins/external/cookie';
+import sessionCookies from './plugins/app/session-cookies';
+import connectRoutes from './sessions/connect-routes';
+import sessionProxy from './sessions/proxy';
 import sessionsRoutes from './sessions/routes';
 import type { SessionEngine } from './sessions/engine';
 import { engineFromConfig } from './sessions/engine/from-config';
@@ -46,6 +50,10 @@ Sessions (\`request_kasm\`, \`get_kasm_status\`, \`get_kasms\`, \`keepalive\`, \
 each workspace as a container on the configured engine (\`SESSIONS_ENGINE\`: the Docker Engine API, or an in-process
 stand-in for demos and tests); without one they answer 400 and everything else works. The other session operations of
 Kasm's API answer 400 \`Unsupported request: <operation> is not available on this server\`.
+A session's \`kasm_url\` (\`/#/connect/kasm/<kasm_id>/<user_id>/<token>\`) opens the connect page at \`/\`, which
+exchanges the one-time token (\`POST /connect\`) for a cookie of that session and opens the workspace through this
+service's reverse proxy at \`/session/<kasm_id>/\` (HTTP and WebSocket, the session's owner only; what the workspace
+serves there is not part of this document).
 
 Choices where the contract is silent: group names are unique as written (case-sensitive); a malformed
 \`page\`/\`page_size\` type is a 400 like any wrong type; an id that is not a string is a 400 type error
@@ -97,11 +105,17 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     ownsEngine: deps.engine === undefined,
   });
   await app.register(sessionUpkeep);
+  await app.register(cookies);
+  await app.register(sessionCookies);
 
   await app.register(authRoutes, { prefix: '/api/public' });
   await app.register(usersRoutes, { prefix: '/api/public' });
   await app.register(groupsRoutes, { prefix: '/api/public' });
   await app.register(imagesRoutes, { prefix: '/api/public' });
   await app.register(sessionsRoutes, { prefix: '/api/public' });
+  // Reaching a session: the connect page and its token exchange, then the proxy to the workspace.
+  await app.register(connectRoutes);
+  const engine = app.sessions.engine;
+  if (engine) await app.register(sessionProxy, { prefix: '/session/:kasm_id', engine });
   return app;
 }

@@ -94,6 +94,41 @@ export const UserHasSessions = E<[string]>(
   "Users contains (%s) kasms and 'force' option not set to True",
 );
 
+// reaching a session: the connect page's token exchange and the reverse proxy (our own words: Kasm's
+// connect flow is not part of its developer API)
+export const ConnectRefused = E(
+  'CONNECT_REFUSED',
+  'This connect link is invalid, already used or expired: get a new kasm_url from get_kasm_status',
+  403,
+);
+export const NoSessionCookie = E<[string]>(
+  'NO_SESSION_COOKIE',
+  'No session cookie for session (%s) in this browser: open the session through its kasm_url',
+  401,
+);
+export const BadSessionCookie = E<[string]>(
+  'BAD_SESSION_COOKIE',
+  'The session cookie for session (%s) is invalid or expired: open the session through a new kasm_url',
+  401,
+);
+export const NotSessionOwner = E<[string]>(
+  'NOT_SESSION_OWNER',
+  'This session cookie does not open session (%s): it belongs to another session or user',
+  403,
+);
+export const SessionOver = E<[string, string]>('SESSION_OVER', 'Session (%s) is %s', 403);
+export const SessionStarting = E<[string, string]>(
+  'SESSION_STARTING',
+  'Session (%s) is not running yet (%s): try again in a moment',
+  503,
+);
+export const WorkspaceUnreachable = E<[string]>(
+  'WORKSPACE_UNREACHABLE',
+  'The workspace does not answer: %s',
+  502,
+);
+export const WorkspaceTimeout = E('WORKSPACE_TIMEOUT', 'The workspace did not answer in time', 504);
+
 /** Kasm Workspaces' error body: one sentence, whatever went wrong. */
 export const KasmError = Type.Object(
   { error_message: Type.String({ examples: ['Access Denied'] }) },

@@ -86,7 +86,10 @@ describe('hostile-input storm', () => {
     await ok('add_user_group', { target_user: { user_id: user }, target_group: { group_id: groupA } });
     await ok('add_images_group', { target_image: { image_id: image }, target_group: { group_id: groupA } });
     // A running session of the user's, for the operations that name one.
-    const session: string = (await ok('request_kasm', { user_id: user, image_id: image })).kasm_id;
+    const requested = await ok('request_kasm', { user_id: user, image_id: image });
+    const session: string = requested.kasm_id;
+    /** Its connect token (request_kasm's kasm_url), which only the exact triple exchanges. */
+    const connectToken: string = requested.session_token;
     await app.sessions.settled();
 
     const theUser = needs({ user_id: names(user) });
@@ -113,6 +116,18 @@ describe('hostile-input storm', () => {
       'GET /readyz': {},
       'GET /metrics': {},
       'GET /api/public/validate_credentials': { auth: true },
+      // The connect page, and its token exchange (no API key: the one-time token is the credential).
+      'GET /': {},
+      'POST /connect': {
+        body: { kasm_id: session, user_id: user, token: connectToken },
+        rules: {
+          body: needs({
+            kasm_id: names(session),
+            user_id: names(user),
+            token: { type: 'string', enum: [connectToken] },
+          }),
+        },
+      },
       'POST /api/public/validate_credentials': op({}),
       'POST /api/public/get_users': op({ page: 1, page_size: 10 }, { properties: paging }),
       'POST /api/public/get_user': op(

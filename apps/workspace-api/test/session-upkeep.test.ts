@@ -1,84 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { openForTheseTests } from '@platform/testing';
-import type { MemoryEngine } from '../src/sessions/engine/memory';
 import { INTERRUPTED_REASON, Reconciler, VANISHED_REASON } from '../src/sessions/reconciler';
 import { EXPIRED_REASON, Sweeper } from '../src/sessions/sweeper';
 import { createUpkeepRepository } from '../src/sessions/upkeep-repository';
-import { parseId } from '../src/wire/kasm';
-import { buildTestApp, type TestApp } from './support/app';
-import { workspaceEntry } from './support/registry';
+import { buildTestApp } from './support/app';
+import { sessionKit as kit } from './support/sessions';
 
 const hex = () => randomBytes(16).toString('hex');
-
-/** Users, groups, images and running sessions made through the API of one app. */
-function kit(t: () => TestApp) {
-  let seq = 0;
-  const ok = async (op: string, body: Record<string, unknown> = {}) => {
-    const r = await t().call(op, body);
-    if (r.statusCode !== 200) throw new Error(`${op}: ${r.statusCode} ${r.body}`);
-    return r.json();
-  };
-  /** A user in a group allowed an image. */
-  const ready = async () => {
-    const user = (await ok('create_user', { target_user: { username: `upkeep-${++seq}-${Date.now()}` } }))
-      .user.user_id as string;
-    const group = (
-      await ok('create_group', { target_group: { name: `upkeep ${++seq} ${Date.now()}`, priority: 9 } })
-    ).group.group_id;
-    const image = (await ok('install_workspace', { workspace: workspaceEntry() })).image.image_id;
-    await ok('add_user_group', { target_user: { user_id: user }, target_group: { group_id: group } });
-    await ok('add_images_group', { target_group: { group_id: group }, target_image: { image_id: image } });
-    return { user, image };
-  };
-  const engine = () => t().app.sessions.engine as MemoryEngine;
-  /** A running session: its ids (database form) and its container. */
-  const running = async () => {
-    const { user, image } = await ready();
-    const { kasm_id } = await ok('request_kasm', { user_id: user, image_id: image });
-    await t().app.sessions.settled();
-    const id = parseId(kasm_id)!;
-    const row = await rowOf(id);
-    if (row.state !== 'running') throw new Error(`not running: ${row.state} ${row.reason}`);
-    return { id, kasmId: kasm_id as string, user, image, containerId: row.container_id! };
-  };
-  const rowOf = (id: string) =>
-    t().database.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  /** Moves a session's creation (and expiration) into the past, as the database's clock sees it. */
-  const age = (id: string, seconds: number) =>
-    t()
-      .database.db.updateTable('sessions')
-      .set({ created: sql`now() - ${seconds} * interval '1 second'` })
-      .where('id', '=', id)
-      .execute();
-  const expire = (id: string) =>
-    t()
-      .database.db.updateTable('sessions')
-      .set({ expiration: sql`now() - interval '1 second'` })
-      .where('id', '=', id)
-      .execute();
-  /** A session row in `state` (made straight in the database, no start running for it). */
-  const rowIn = async (state: 'requested' | 'starting', containerId: string | null = null) => {
-    const { user, image } = await ready();
-    const row = await t()
-      .database.db.insertInto('sessions')
-      .values({
-        user_id: parseId(user)!,
-        image_id: parseId(image)!,
-        image_name: 'kasmweb/test:1',
-        state,
-        provider: 'memory',
-        hostname: engine().hostname,
-        web_port: 6901,
-        container_id: containerId,
-        expiration: sql<Date>`now() + interval '1 hour'`,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return row.id;
-  };
-  return { ok, ready, engine, running, rowOf, age, expire, rowIn };
-}
 
 describe('the reconciler (in-process engine)', () => {
   // The periodic runs are out of the way: each test runs the reconciler itself.
@@ -130,7 +59,7 @@ describe('the reconciler (in-process engine)', () => {
     const row = await rowOf(session.id);
     expect(row).toMatchObject({ state: 'stopped', reason: VANISHED_REASON, connect_token_hash: null });
     expect(row.stopped).toBeInstanceOf(Date);
-    const status = await ok('get_kasm_status', { user_id: session.user, kasm_id: session.kasmId });
+    const status = await ok('get_kasm_status', { user_id: session.user, kasm_id: session.kasm_id });
     expect(status).toMatchObject({ operational_status: 'stopped', operational_message: VANISHED_REASON });
   });
 
@@ -173,7 +102,7 @@ describe('the reconciler (in-process engine)', () => {
   test('a stopping session (a destroy that failed) has its container removed and becomes stopped', async () => {
     const session = await running();
     engine().failNextRemove();
-    const destroy = await t().call('destroy_kasm', { user_id: session.user, kasm_id: session.kasmId });
+    const destroy = await t().call('destroy_kasm', { user_id: session.user, kasm_id: session.kasm_id });
     expect(destroy.statusCode).toBe(503);
     expect((await rowOf(session.id)).state).toBe('stopping');
     const report = await reconcile();
@@ -188,7 +117,7 @@ describe('the reconciler (in-process engine)', () => {
     const status = engine().status.bind(engine());
     const spy = jest.spyOn(engine(), 'status').mockImplementation(async (id) => {
       // The owner destroys the session while the reconciler asks the engine.
-      await ok('destroy_kasm', { user_id: session.user, kasm_id: session.kasmId });
+      await ok('destroy_kasm', { user_id: session.user, kasm_id: session.kasm_id });
       return status(id);
     });
     try {
@@ -272,7 +201,7 @@ describe('the expiry sweeper (in-process engine)', () => {
     expect((await rowOf(kept.id)).state).toBe('running');
     expect(engine().containers.has(kept.containerId)).toBe(true);
     // The owner sees it over.
-    expect(await ok('get_kasm_status', { user_id: expired.user, kasm_id: expired.kasmId })).toMatchObject({
+    expect(await ok('get_kasm_status', { user_id: expired.user, kasm_id: expired.kasm_id })).toMatchObject({
       operational_status: 'stopped',
     });
   });
@@ -280,7 +209,7 @@ describe('the expiry sweeper (in-process engine)', () => {
   test('a keepalive after the expiration passed but before the sweep saves the session', async () => {
     const session = await running();
     await expire(session.id);
-    await ok('keepalive', { user_id: session.user, kasm_id: session.kasmId });
+    await ok('keepalive', { user_id: session.user, kasm_id: session.kasm_id });
     expect((await sweep()).destroyed).not.toContain(session.id);
     expect((await rowOf(session.id)).state).toBe('running');
   });

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ServiceSecretsTable } from '@platform/db';
 
 type Json = ColumnType<unknown, string | null, string | null>;
 
@@ -110,6 +111,8 @@ export interface WorkspaceDatabase {
   images: ImagesTable;
   group_images: GroupImagesTable;
   sessions: SessionsTable;
+  /** The secrets the migrations drew: the session cookie's signing key. */
+  service_secrets: ServiceSecretsTable<'session_cookie'>;
 }
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
