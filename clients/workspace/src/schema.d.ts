@@ -7791,6 +7791,167 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The connect page
+         * @description A `kasm_url` (`/#/connect/kasm/<kasm_id>/<user_id>/<token>`) opens this page, whose script (`/connect.js`, same origin) reads the fragment, removes it from the address bar and history, exchanges the token at `POST /connect` and opens the workspace at `/session/<kasm_id>/`. Without a kasm_url fragment it says what it is for.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description HTML page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/html": string;
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a connect token for a session cookie
+         * @description The connect page’s exchange: `kasm_id`, `user_id` and `token` from a kasm_url (request_kasm’s, or a fresh one from get_kasm_status). The token is single-use and expires 10 minutes after it was issued; each get_kasm_status replaces it. When it is the session’s current token, `user_id` is the session’s owner and the session is requested, starting or running, the token is spent and the answer sets the cookie `workspace_session` (`Path=/session/<kasm_id>; HttpOnly; SameSite=Strict; Max-Age=86400`, and `Secure` over HTTPS): signed by the service, it opens that session only, for as long as the session runs. Anything else (an unknown, used, expired or replaced token, another user, a session that is over, malformed ids) is one 403, which spends nothing. No API key: the token is the credential.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            /** @description What the kasm_url’s fragment holds: `#/connect/kasm/<kasm_id>/<user_id>/<token>` */
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The session (`kasm_id` of the kasm_url) */
+                        kasm_id: string;
+                        /** @description Its owner (`user_id` of the kasm_url) */
+                        user_id: string;
+                        /** @description The one-time token (last segment of the kasm_url) */
+                        token: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The token is exchanged: the session cookie is set */
+                200: {
+                    headers: {
+                        /** @description The session cookie (`workspace_session`) */
+                        "Set-Cookie"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description UUID as 32 lowercase hex characters
+                             * @example 68d557ac4cac42cca9f31c7c853de0f3
+                             */
+                            kasm_id: string;
+                            /**
+                             * @description UUID as 32 lowercase hex characters
+                             * @example 68d557ac4cac42cca9f31c7c853de0f3
+                             */
+                            user_id: string;
+                            /** @description The session’s state now (its proxy answers 503 until it runs) */
+                            operational_status: "requested" | "starting" | "running";
+                            /** @description Where the workspace is reached (this service’s reverse proxy), with the cookie just set */
+                            session_url: string;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, wrong types or values that break a rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Not permitted */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Request body is not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Unexpected error (details are only logged) */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+                /** @description Database unavailable; the service recovers by itself */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["KasmError"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
