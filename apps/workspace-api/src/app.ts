@@ -10,6 +10,10 @@ import { ensureBootstrapKey } from './auth/bootstrap';
 import authRoutes from './auth/routes';
 import usersRoutes from './users/routes';
 import groupsRoutes from './groups/routes';
+import { User, UserWithKasms } from './users/schemas';
+import { Group } from './groups/schemas';
+import { Image } from './images/schemas';
+import { Kasm, UserKasm } from './sessions/schemas';
 import imagesRoutes from './images/routes';
 import sessionsPlugin from './plugins/app/sessions';
 import sessionUpkeep from './plugins/app/session-upkeep';
@@ -99,6 +103,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     },
   });
   if (config.bootstrapKey) await ensureBootstrapKey(app, config.bootstrapKey);
+  // Named components of the document (`#/components/schemas/User`…), referenced by the operations.
+  for (const schema of [UserKasm, Kasm, Group, User, UserWithKasms, Image]) app.addSchema(schema);
   await app.register(apiKeyAuth, { protectedPrefix: '/api/public' });
   await app.register(sessionsPlugin, {
     engine: deps.engine ?? engineFromConfig(config),

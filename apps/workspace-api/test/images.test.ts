@@ -536,7 +536,14 @@ describe('workspaces (images) and group allow-lists', () => {
     const image =
       doc.paths['/api/public/install_workspace'].post.responses['200'].content['application/json'].schema
         .properties.image;
-    expect(Object.keys(image.properties)).toEqual(
+    // The named component, referred to by every operation that answers images.
+    expect(image).toEqual({ $ref: '#/components/schemas/Image' });
+    for (const op of ['get_images', 'get_images_group', 'get_user_images'])
+      expect(
+        doc.paths[`/api/public/${op}`].post.responses['200'].content['application/json'].schema.properties
+          .images.items,
+      ).toEqual({ $ref: '#/components/schemas/Image' });
+    expect(Object.keys(doc.components.schemas.Image.properties)).toEqual(
       expect.arrayContaining(['image_id', 'name', 'compatibility', 'memory', 'enabled', 'created']),
     );
   });

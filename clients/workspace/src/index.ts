@@ -13,6 +13,15 @@ export interface Credentials {
 
 /** Kasm's error body: `{"error_message": "..."}` (400, 401, 403…). */
 export type KasmError = components['schemas']['KasmError'];
+/** A user as create_user and update_user answer it; `UserWithKasms` as get_user and get_users do. */
+export type User = components['schemas']['User'];
+export type UserWithKasms = components['schemas']['UserWithKasms'];
+export type Group = components['schemas']['Group'];
+/** An installed workspace (`memory` in MB). */
+export type Image = components['schemas']['Image'];
+/** A session (Kasm's `kasm`); `UserKasm` as a user's `kasms[]` lists it. */
+export type Kasm = components['schemas']['Kasm'];
+export type UserKasm = components['schemas']['UserKasm'];
 
 type PublicPath = Extract<keyof paths, `/api/public/${string}`>;
 type Operation<P> = P extends `/api/public/${infer O}` ? O : never;

@@ -388,64 +388,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            users: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                                /** @description The user’s live sessions, oldest first; empty unless the key has `Sessions View` */
-                                kasms: {
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    kasm_id: string;
-                                    /** @example 2026-11-22 09:15:00.123000 */
-                                    start_date: string;
-                                    /** @example 2026-11-22 09:15:00.123000 */
-                                    keepalive_date: string;
-                                    /** @example 2026-11-22 09:15:00.123000 */
-                                    expiration_date: string;
-                                    /** @description Where the session runs */
-                                    server: {
-                                        /**
-                                         * @description Always null: sessions run on container engines, not registered agents
-                                         * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                         */
-                                        server_id: string | null;
-                                        /** @description The host the engine runs the container on */
-                                        hostname: string;
-                                        /** @description The workspace’s port in its container */
-                                        port: number;
-                                    };
-                                }[];
-                            }[];
+                            users: components["schemas"]["UserWithKasms"][];
                             total: number;
                         };
                     };
@@ -568,65 +511,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) with their sessions */
-                            user: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                                /** @description The user’s live sessions, oldest first; empty unless the key has `Sessions View` */
-                                kasms: {
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    kasm_id: string;
-                                    /** @example 2026-11-22 09:15:00.123000 */
-                                    start_date: string;
-                                    /** @example 2026-11-22 09:15:00.123000 */
-                                    keepalive_date: string;
-                                    /** @example 2026-11-22 09:15:00.123000 */
-                                    expiration_date: string;
-                                    /** @description Where the session runs */
-                                    server: {
-                                        /**
-                                         * @description Always null: sessions run on container engines, not registered agents
-                                         * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                         */
-                                        server_id: string | null;
-                                        /** @description The host the engine runs the container on */
-                                        hostname: string;
-                                        /** @description The workspace’s port in its container */
-                                        port: number;
-                                    };
-                                }[];
-                            };
+                            user: components["schemas"]["UserWithKasms"];
                         };
                     };
                 };
@@ -762,39 +647,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) */
-                            user: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                            };
+                            user: components["schemas"]["User"];
                         };
                     };
                 };
@@ -932,39 +785,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) */
-                            user: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                            };
+                            user: components["schemas"]["User"];
                         };
                     };
                 };
@@ -1206,39 +1027,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) */
-                            user: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                            };
+                            user: components["schemas"]["User"];
                         };
                     };
                 };
@@ -1362,39 +1151,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) */
-                            user: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                            };
+                            user: components["schemas"]["User"];
                         };
                     };
                 };
@@ -1510,19 +1267,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description Ordered by priority (ascending), then name */
-                            groups: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                group_id: string;
-                                name: string;
-                                description: string | null;
-                                /** @description When group settings layer, the lower number wins */
-                                priority: number;
-                                /** @description true for the default group All Users, which cannot be deleted */
-                                is_system: boolean;
-                            }[];
+                            groups: components["schemas"]["Group"][];
                         };
                     };
                 };
@@ -1646,20 +1391,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A group (Kasm shape) */
-                            group: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                group_id: string;
-                                name: string;
-                                description: string | null;
-                                /** @description When group settings layer, the lower number wins */
-                                priority: number;
-                                /** @description true for the default group All Users, which cannot be deleted */
-                                is_system: boolean;
-                            };
+                            group: components["schemas"]["Group"];
                         };
                     };
                 };
@@ -1785,20 +1517,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A group (Kasm shape) */
-                            group: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                group_id: string;
-                                name: string;
-                                description: string | null;
-                                /** @description When group settings layer, the lower number wins */
-                                priority: number;
-                                /** @description true for the default group All Users, which cannot be deleted */
-                                is_system: boolean;
-                            };
+                            group: components["schemas"]["Group"];
                         };
                     };
                 };
@@ -2296,39 +2015,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A user (Kasm shape) */
-                            user: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                            };
+                            user: components["schemas"]["User"];
                         };
                     };
                 };
@@ -2452,38 +2139,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            users: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                username: string;
-                                first_name: string | null;
-                                last_name: string | null;
-                                locked: boolean;
-                                disabled: boolean;
-                                organization: string | null;
-                                phone: string | null;
-                                notes: string | null;
-                                /** @example local */
-                                realm: string;
-                                /**
-                                 * @description null when the user never had a session
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                last_session: string | null;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                                groups: {
-                                    name: string;
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    group_id: string;
-                                }[];
-                            }[];
+                            users: components["schemas"]["User"][];
                             total: number;
                         };
                     };
@@ -2632,80 +2288,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description An installed workspace (image); optional entry fields that were absent are null */
-                            image: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string;
-                                /**
-                                 * Format: image-reference
-                                 * @description Image reference `<repository>:<tag>`; unique
-                                 * @example kasmweb/chrome:1.16.0
-                                 */
-                                name: string;
-                                /** @example Chrome */
-                                friendly_name: string;
-                                description: string;
-                                /**
-                                 * @description Icon file name
-                                 * @example chrome.png
-                                 */
-                                image_src: string;
-                                architecture: ("amd64" | "arm64")[];
-                                /**
-                                 * @example [
-                                 *       "1.15.x",
-                                 *       "1.16.x"
-                                 *     ]
-                                 */
-                                compatibility: string[];
-                                uncompressed_size_mb: number;
-                                /** @description Empty when the entry has none */
-                                categories: string[];
-                                /**
-                                 * Format: http-url
-                                 * @example https://index.docker.io/v1/
-                                 */
-                                docker_registry: string | null;
-                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                                run_config: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @description Commands run on session events; other members are kept as given */
-                                exec_config: ({
-                                    /** @description A command run in the session container */
-                                    go?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    assign?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    first_launch?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                } & {
-                                    [key: string]: unknown;
-                                }) | null;
-                                notes: string | null;
-                                cores: number | null;
-                                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                                memory: number | null;
-                                gpu_count: number | null;
-                                /** @description Always true for an installed workspace */
-                                enabled: boolean;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                            };
+                            image: components["schemas"]["Image"];
                         };
                     };
                 };
@@ -2820,79 +2403,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            images: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string;
-                                /**
-                                 * Format: image-reference
-                                 * @description Image reference `<repository>:<tag>`; unique
-                                 * @example kasmweb/chrome:1.16.0
-                                 */
-                                name: string;
-                                /** @example Chrome */
-                                friendly_name: string;
-                                description: string;
-                                /**
-                                 * @description Icon file name
-                                 * @example chrome.png
-                                 */
-                                image_src: string;
-                                architecture: ("amd64" | "arm64")[];
-                                /**
-                                 * @example [
-                                 *       "1.15.x",
-                                 *       "1.16.x"
-                                 *     ]
-                                 */
-                                compatibility: string[];
-                                uncompressed_size_mb: number;
-                                /** @description Empty when the entry has none */
-                                categories: string[];
-                                /**
-                                 * Format: http-url
-                                 * @example https://index.docker.io/v1/
-                                 */
-                                docker_registry: string | null;
-                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                                run_config: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @description Commands run on session events; other members are kept as given */
-                                exec_config: ({
-                                    /** @description A command run in the session container */
-                                    go?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    assign?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    first_launch?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                } & {
-                                    [key: string]: unknown;
-                                }) | null;
-                                notes: string | null;
-                                cores: number | null;
-                                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                                memory: number | null;
-                                gpu_count: number | null;
-                                /** @description Always true for an installed workspace */
-                                enabled: boolean;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                            }[];
+                            images: components["schemas"]["Image"][];
                         };
                     };
                 };
@@ -3376,79 +2887,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            images: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string;
-                                /**
-                                 * Format: image-reference
-                                 * @description Image reference `<repository>:<tag>`; unique
-                                 * @example kasmweb/chrome:1.16.0
-                                 */
-                                name: string;
-                                /** @example Chrome */
-                                friendly_name: string;
-                                description: string;
-                                /**
-                                 * @description Icon file name
-                                 * @example chrome.png
-                                 */
-                                image_src: string;
-                                architecture: ("amd64" | "arm64")[];
-                                /**
-                                 * @example [
-                                 *       "1.15.x",
-                                 *       "1.16.x"
-                                 *     ]
-                                 */
-                                compatibility: string[];
-                                uncompressed_size_mb: number;
-                                /** @description Empty when the entry has none */
-                                categories: string[];
-                                /**
-                                 * Format: http-url
-                                 * @example https://index.docker.io/v1/
-                                 */
-                                docker_registry: string | null;
-                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                                run_config: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @description Commands run on session events; other members are kept as given */
-                                exec_config: ({
-                                    /** @description A command run in the session container */
-                                    go?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    assign?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    first_launch?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                } & {
-                                    [key: string]: unknown;
-                                }) | null;
-                                notes: string | null;
-                                cores: number | null;
-                                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                                memory: number | null;
-                                gpu_count: number | null;
-                                /** @description Always true for an installed workspace */
-                                enabled: boolean;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                            }[];
+                            images: components["schemas"]["Image"][];
                         };
                     };
                 };
@@ -3568,79 +3007,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            images: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string;
-                                /**
-                                 * Format: image-reference
-                                 * @description Image reference `<repository>:<tag>`; unique
-                                 * @example kasmweb/chrome:1.16.0
-                                 */
-                                name: string;
-                                /** @example Chrome */
-                                friendly_name: string;
-                                description: string;
-                                /**
-                                 * @description Icon file name
-                                 * @example chrome.png
-                                 */
-                                image_src: string;
-                                architecture: ("amd64" | "arm64")[];
-                                /**
-                                 * @example [
-                                 *       "1.15.x",
-                                 *       "1.16.x"
-                                 *     ]
-                                 */
-                                compatibility: string[];
-                                uncompressed_size_mb: number;
-                                /** @description Empty when the entry has none */
-                                categories: string[];
-                                /**
-                                 * Format: http-url
-                                 * @example https://index.docker.io/v1/
-                                 */
-                                docker_registry: string | null;
-                                /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
-                                run_config: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @description Commands run on session events; other members are kept as given */
-                                exec_config: ({
-                                    /** @description A command run in the session container */
-                                    go?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    assign?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                    /** @description A command run in the session container */
-                                    first_launch?: ({
-                                        cmd: string;
-                                    } & {
-                                        [key: string]: unknown;
-                                    }) | null;
-                                } & {
-                                    [key: string]: unknown;
-                                }) | null;
-                                notes: string | null;
-                                cores: number | null;
-                                /** @description MB (Kasm’s own `get_images` reports bytes) */
-                                memory: number | null;
-                                gpu_count: number | null;
-                                /** @description Always true for an installed workspace */
-                                enabled: boolean;
-                                /** @example 2026-11-22 09:15:00.123000 */
-                                created: string;
-                            }[];
+                            images: components["schemas"]["Image"][];
                         };
                     };
                 };
@@ -3921,81 +3288,7 @@ export interface paths {
                              * @example 2026-11-22 09:15:00.123000
                              */
                             current_time: string;
-                            /** @description The session, once running */
-                            kasm?: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                kasm_id: string;
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                /**
-                                 * @description null once the image was deleted
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string | null;
-                                image: {
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    image_id: string | null;
-                                    /** @description The image reference the container was made from */
-                                    name: string;
-                                    friendly_name: string | null;
-                                    image_src: string | null;
-                                };
-                                /**
-                                 * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
-                                 * @enum {string}
-                                 */
-                                operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
-                                /** @description The engine’s id of the container, once started */
-                                container_id: string | null;
-                                /** @description The workspace’s port in its container */
-                                port: number;
-                                /**
-                                 * @description When the session was requested
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                start_date: string;
-                                /**
-                                 * @description The last keepalive (the request at first)
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                keepalive_date: string;
-                                /**
-                                 * @description When the session is destroyed unless kept alive
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                expiration_date: string;
-                                user: {
-                                    username: string;
-                                };
-                                /** @description Where the session runs */
-                                server: {
-                                    /**
-                                     * @description Always null: sessions run on container engines, not registered agents
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    server_id: string | null;
-                                    /** @description The host the engine runs the container on */
-                                    hostname: string;
-                                    /** @description The workspace’s port in its container */
-                                    port: number;
-                                    /**
-                                     * @description The container engine
-                                     * @example docker
-                                     */
-                                    provider: string;
-                                    /** @example default */
-                                    zone_name: string;
-                                };
-                            };
+                            kasm?: components["schemas"]["Kasm"];
                             /** @description Once running: a new connect URL with a new one-time token (the previous one stops working) */
                             kasm_url?: string;
                         };
@@ -4112,80 +3405,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            kasms: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                kasm_id: string;
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                /**
-                                 * @description null once the image was deleted
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string | null;
-                                image: {
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    image_id: string | null;
-                                    /** @description The image reference the container was made from */
-                                    name: string;
-                                    friendly_name: string | null;
-                                    image_src: string | null;
-                                };
-                                /**
-                                 * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
-                                 * @enum {string}
-                                 */
-                                operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
-                                /** @description The engine’s id of the container, once started */
-                                container_id: string | null;
-                                /** @description The workspace’s port in its container */
-                                port: number;
-                                /**
-                                 * @description When the session was requested
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                start_date: string;
-                                /**
-                                 * @description The last keepalive (the request at first)
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                keepalive_date: string;
-                                /**
-                                 * @description When the session is destroyed unless kept alive
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                expiration_date: string;
-                                user: {
-                                    username: string;
-                                };
-                                /** @description Where the session runs */
-                                server: {
-                                    /**
-                                     * @description Always null: sessions run on container engines, not registered agents
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    server_id: string | null;
-                                    /** @description The host the engine runs the container on */
-                                    hostname: string;
-                                    /** @description The workspace’s port in its container */
-                                    port: number;
-                                    /**
-                                     * @description The container engine
-                                     * @example docker
-                                     */
-                                    provider: string;
-                                    /** @example default */
-                                    zone_name: string;
-                                };
-                            }[];
+                            kasms: components["schemas"]["Kasm"][];
                             /**
                              * @description The server’s time now (UTC)
                              * @example 2026-11-22 09:15:00.123000
@@ -4559,81 +3779,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description A session (Kasm’s `kasm`) */
-                            kasm: {
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                kasm_id: string;
-                                /**
-                                 * @description UUID as 32 lowercase hex characters
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                user_id: string;
-                                /**
-                                 * @description null once the image was deleted
-                                 * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                 */
-                                image_id: string | null;
-                                image: {
-                                    /**
-                                     * @description UUID as 32 lowercase hex characters
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    image_id: string | null;
-                                    /** @description The image reference the container was made from */
-                                    name: string;
-                                    friendly_name: string | null;
-                                    image_src: string | null;
-                                };
-                                /**
-                                 * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
-                                 * @enum {string}
-                                 */
-                                operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
-                                /** @description The engine’s id of the container, once started */
-                                container_id: string | null;
-                                /** @description The workspace’s port in its container */
-                                port: number;
-                                /**
-                                 * @description When the session was requested
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                start_date: string;
-                                /**
-                                 * @description The last keepalive (the request at first)
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                keepalive_date: string;
-                                /**
-                                 * @description When the session is destroyed unless kept alive
-                                 * @example 2026-11-22 09:15:00.123000
-                                 */
-                                expiration_date: string;
-                                user: {
-                                    username: string;
-                                };
-                                /** @description Where the session runs */
-                                server: {
-                                    /**
-                                     * @description Always null: sessions run on container engines, not registered agents
-                                     * @example 68d557ac4cac42cca9f31c7c853de0f3
-                                     */
-                                    server_id: string | null;
-                                    /** @description The host the engine runs the container on */
-                                    hostname: string;
-                                    /** @description The workspace’s port in its container */
-                                    port: number;
-                                    /**
-                                     * @description The container engine
-                                     * @example docker
-                                     */
-                                    provider: string;
-                                    /** @example default */
-                                    zone_name: string;
-                                };
-                            };
+                            kasm: components["schemas"]["Kasm"];
                             /**
                              * @description The server’s time now (UTC)
                              * @example 2026-11-22 09:15:00.123000
@@ -7960,6 +7106,263 @@ export interface components {
         KasmError: {
             /** @example Access Denied */
             error_message: string;
+        };
+        /** @description A live session of the user */
+        UserKasm: {
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            kasm_id: string;
+            /** @example 2026-11-22 09:15:00.123000 */
+            start_date: string;
+            /** @example 2026-11-22 09:15:00.123000 */
+            keepalive_date: string;
+            /** @example 2026-11-22 09:15:00.123000 */
+            expiration_date: string;
+            /** @description Where the session runs */
+            server: {
+                /**
+                 * @description Always null: sessions run on container engines, not registered agents
+                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                 */
+                server_id: string | null;
+                /** @description The host the engine runs the container on */
+                hostname: string;
+                /** @description The workspace’s port in its container */
+                port: number;
+            };
+        };
+        /** @description A session (Kasm’s `kasm`) */
+        Kasm: {
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            kasm_id: string;
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            user_id: string;
+            /**
+             * @description null once the image was deleted
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            image_id: string | null;
+            image: {
+                /**
+                 * @description UUID as 32 lowercase hex characters
+                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                 */
+                image_id: string | null;
+                /** @description The image reference the container was made from */
+                name: string;
+                friendly_name: string | null;
+                image_src: string | null;
+            };
+            /**
+             * @description `requested` → `starting` → `running` → `stopping` → `stopped`, or `failed` (with the engine’s reason)
+             * @enum {string}
+             */
+            operational_status: "requested" | "starting" | "running" | "stopping" | "stopped" | "failed";
+            /** @description The engine’s id of the container, once started */
+            container_id: string | null;
+            /** @description The workspace’s port in its container */
+            port: number;
+            /**
+             * @description When the session was requested
+             * @example 2026-11-22 09:15:00.123000
+             */
+            start_date: string;
+            /**
+             * @description The last keepalive (the request at first)
+             * @example 2026-11-22 09:15:00.123000
+             */
+            keepalive_date: string;
+            /**
+             * @description When the session is destroyed unless kept alive
+             * @example 2026-11-22 09:15:00.123000
+             */
+            expiration_date: string;
+            user: {
+                username: string;
+            };
+            /** @description Where the session runs */
+            server: {
+                /**
+                 * @description Always null: sessions run on container engines, not registered agents
+                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                 */
+                server_id: string | null;
+                /** @description The host the engine runs the container on */
+                hostname: string;
+                /** @description The workspace’s port in its container */
+                port: number;
+                /**
+                 * @description The container engine
+                 * @example docker
+                 */
+                provider: string;
+                /** @example default */
+                zone_name: string;
+            };
+        };
+        /** @description A group (Kasm shape) */
+        Group: {
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            group_id: string;
+            name: string;
+            description: string | null;
+            /** @description When group settings layer, the lower number wins */
+            priority: number;
+            /** @description true for the default group All Users, which cannot be deleted */
+            is_system: boolean;
+        };
+        /** @description A user (Kasm shape) */
+        User: {
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            user_id: string;
+            username: string;
+            first_name: string | null;
+            last_name: string | null;
+            locked: boolean;
+            disabled: boolean;
+            organization: string | null;
+            phone: string | null;
+            notes: string | null;
+            /** @example local */
+            realm: string;
+            /**
+             * @description null when the user never had a session
+             * @example 2026-11-22 09:15:00.123000
+             */
+            last_session: string | null;
+            /** @example 2026-11-22 09:15:00.123000 */
+            created: string;
+            groups: {
+                name: string;
+                /**
+                 * @description UUID as 32 lowercase hex characters
+                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                 */
+                group_id: string;
+            }[];
+        };
+        /** @description A user (Kasm shape) with their sessions */
+        UserWithKasms: {
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            user_id: string;
+            username: string;
+            first_name: string | null;
+            last_name: string | null;
+            locked: boolean;
+            disabled: boolean;
+            organization: string | null;
+            phone: string | null;
+            notes: string | null;
+            /** @example local */
+            realm: string;
+            /**
+             * @description null when the user never had a session
+             * @example 2026-11-22 09:15:00.123000
+             */
+            last_session: string | null;
+            /** @example 2026-11-22 09:15:00.123000 */
+            created: string;
+            groups: {
+                name: string;
+                /**
+                 * @description UUID as 32 lowercase hex characters
+                 * @example 68d557ac4cac42cca9f31c7c853de0f3
+                 */
+                group_id: string;
+            }[];
+            /** @description The user’s live sessions, oldest first; empty unless the key has `Sessions View` */
+            kasms: components["schemas"]["UserKasm"][];
+        };
+        /** @description An installed workspace (image); optional entry fields that were absent are null */
+        Image: {
+            /**
+             * @description UUID as 32 lowercase hex characters
+             * @example 68d557ac4cac42cca9f31c7c853de0f3
+             */
+            image_id: string;
+            /**
+             * Format: image-reference
+             * @description Image reference `<repository>:<tag>`; unique
+             * @example kasmweb/chrome:1.16.0
+             */
+            name: string;
+            /** @example Chrome */
+            friendly_name: string;
+            description: string;
+            /**
+             * @description Icon file name
+             * @example chrome.png
+             */
+            image_src: string;
+            architecture: ("amd64" | "arm64")[];
+            /**
+             * @example [
+             *       "1.15.x",
+             *       "1.16.x"
+             *     ]
+             */
+            compatibility: string[];
+            uncompressed_size_mb: number;
+            /** @description Empty when the entry has none */
+            categories: string[];
+            /**
+             * Format: http-url
+             * @example https://index.docker.io/v1/
+             */
+            docker_registry: string | null;
+            /** @description Docker run overrides, e.g. `{"hostname": "kasm"}` */
+            run_config: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Commands run on session events; other members are kept as given */
+            exec_config: ({
+                /** @description A command run in the session container */
+                go?: ({
+                    cmd: string;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+                /** @description A command run in the session container */
+                assign?: ({
+                    cmd: string;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+                /** @description A command run in the session container */
+                first_launch?: ({
+                    cmd: string;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            notes: string | null;
+            cores: number | null;
+            /** @description MB (Kasm’s own `get_images` reports bytes) */
+            memory: number | null;
+            gpu_count: number | null;
+            /** @description Always true for an installed workspace */
+            enabled: boolean;
+            /** @example 2026-11-22 09:15:00.123000 */
+            created: string;
         };
     };
     responses: never;

@@ -20,13 +20,13 @@ export const Group = Type.Object(
     }),
     is_system: Type.Boolean({ description: 'true for the default group All Users, which cannot be deleted' }),
   },
-  { description: 'A group (Kasm shape)' },
+  { $id: 'Group', description: 'A group (Kasm shape)' },
 );
 export type Group = Static<typeof Group>;
 
-export const GroupResponse = Type.Object({ group: Group });
+export const GroupResponse = Type.Object({ group: Type.Ref(Group) });
 export const GroupsResponse = Type.Object({
-  groups: Type.Array(Group, { description: 'Ordered by priority (ascending), then name' }),
+  groups: Type.Array(Type.Ref(Group), { description: 'Ordered by priority (ascending), then name' }),
 });
 
 // Request fields declare only their types, all optional: each operation answers a missing field

@@ -13,12 +13,15 @@ export const Image = Type.Object(
     enabled: Type.Boolean({ description: 'Always true for an installed workspace' }),
     created: KasmDate,
   },
-  { description: 'An installed workspace (image); optional entry fields that were absent are null' },
+  {
+    $id: 'Image',
+    description: 'An installed workspace (image); optional entry fields that were absent are null',
+  },
 );
 export type Image = Static<typeof Image>;
 
-export const ImageResponse = Type.Object({ image: Image });
-export const ImagesResponse = Type.Object({ images: Type.Array(Image) });
+export const ImageResponse = Type.Object({ image: Type.Ref(Image) });
+export const ImagesResponse = Type.Object({ images: Type.Array(Type.Ref(Image)) });
 
 /**
  * A registry entry, for the documentation of `workspace`, which the body declares loosely: the

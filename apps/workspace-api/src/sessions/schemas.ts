@@ -148,7 +148,7 @@ export const Kasm = Type.Object(
     user: Type.Object({ username: Type.String() }),
     server: ListedServer,
   },
-  { description: 'A session (Kasm\u2019s `kasm`)' },
+  { $id: 'Kasm', description: 'A session (Kasm\u2019s `kasm`)' },
 );
 export type Kasm = Static<typeof Kasm>;
 
@@ -161,7 +161,7 @@ export const UserKasm = Type.Object(
     expiration_date: KasmDate,
     server: Server,
   },
-  { description: 'A live session of the user' },
+  { $id: 'UserKasm', description: 'A live session of the user' },
 );
 export type UserKasm = Static<typeof UserKasm>;
 
@@ -191,7 +191,7 @@ export const GetKasmStatusResponse = Type.Object(
     }),
     operational_progress: Type.Integer({ minimum: 0, maximum: 100 }),
     current_time: CurrentTime,
-    kasm: Type.Optional(annotate(Kasm, { description: 'The session, once running' })),
+    kasm: Type.Optional(Type.Ref(Kasm, { description: 'The session, once running' })),
     kasm_url: Type.Optional(
       Type.String({
         description:
@@ -203,7 +203,7 @@ export const GetKasmStatusResponse = Type.Object(
 );
 
 export const GetKasmsResponse = Type.Object(
-  { kasms: Type.Array(Kasm), current_time: CurrentTime },
+  { kasms: Type.Array(Type.Ref(Kasm)), current_time: CurrentTime },
   { description: 'Every live session, oldest first' },
 );
 
@@ -213,7 +213,7 @@ export const KeepaliveResponse = Type.Object(
 );
 
 export const ExecCommandKasmResponse = Type.Object(
-  { kasm: Kasm, current_time: CurrentTime },
+  { kasm: Type.Ref(Kasm), current_time: CurrentTime },
   { description: 'The command was started (not waited for)' },
 );
 

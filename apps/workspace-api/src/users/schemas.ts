@@ -22,26 +22,29 @@ export const User = Type.Object(
     created: KasmDate,
     groups: Type.Array(GroupRef),
   },
-  { description: 'A user (Kasm shape)' },
+  { $id: 'User', description: 'A user (Kasm shape)' },
 );
 export type User = Static<typeof User>;
 
-export const UserResponse = Type.Object({ user: User });
-export const UsersResponse = Type.Object({ users: Type.Array(User), total: Type.Integer({ minimum: 0 }) });
+export const UserResponse = Type.Object({ user: Type.Ref(User) });
+export const UsersResponse = Type.Object({
+  users: Type.Array(Type.Ref(User)),
+  total: Type.Integer({ minimum: 0 }),
+});
 
 /** The user as get_user and get_users show it (Kasm's longer shape): with their live sessions. */
 export const UserWithKasms = Type.Object(
   {
     ...User.properties,
-    kasms: Type.Array(UserKasm, {
+    kasms: Type.Array(Type.Ref(UserKasm), {
       description: 'The user\u2019s live sessions, oldest first; empty unless the key has `Sessions View`',
     }),
   },
-  { description: 'A user (Kasm shape) with their sessions' },
+  { $id: 'UserWithKasms', description: 'A user (Kasm shape) with their sessions' },
 );
 export type UserWithKasms = Static<typeof UserWithKasms>;
-export const UserWithKasmsResponse = Type.Object({ user: UserWithKasms });
+export const UserWithKasmsResponse = Type.Object({ user: Type.Ref(UserWithKasms) });
 export const UsersWithKasmsResponse = Type.Object({
-  users: Type.Array(UserWithKasms),
+  users: Type.Array(Type.Ref(UserWithKasms)),
   total: Type.Integer({ minimum: 0 }),
 });
