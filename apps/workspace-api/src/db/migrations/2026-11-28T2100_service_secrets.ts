@@ -17,7 +17,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
   await sql`insert into service_secrets (name, value)
-    values ('session_cookie', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))`.execute(db);
+    values ('session_cookie', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
