@@ -389,7 +389,15 @@ describe('many starts at once', () => {
   it('a start cancelled while it waits leaves the line: it rejects, and makes no container', async () => {
     const queued = new DockerEngine({ scope: SCOPE, maxConcurrentChanges: 1 });
     try {
-      const first = queued.start(spec());
+      // The first holds the one slot (it is creating its container) before the second asks for it.
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      const first = queued.start(spec(), {
+        onProgress: (p) => {
+          if (p.message === 'Creating the container') holding();
+        },
+      });
+      await Promise.race([held, first]);
       const controller = new AbortController();
       const cancelledSession = spec();
       const cancelled = queued.start(cancelledSession, {

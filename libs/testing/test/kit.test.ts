@@ -106,8 +106,12 @@ test("childProcessEnv points a service's process at the test schema, without Jes
   expect(env).toMatchObject({
     DATABASE_URL: 'postgres://db/test',
     DB_SCHEMA: 'kit_1',
-    NODE_OPTIONS: '',
     LOG_LEVEL: 'warn',
   });
+  // Only the responses' proof is loaded into the child (tsx, then the preload), none of Jest's flags.
+  expect(env.NODE_OPTIONS).toMatch(
+    /^--import file:\/\/\S+\/tsx\/dist\/loader\.mjs --import file:\/\/\S+\/documents\/child-preload\.mjs$/,
+  );
+  expect(env.PROVEN_RESPONSES_CHILD_LOG).toMatch(/proven-responses-\d+-[0-9a-f-]+\.jsonl$/);
   expect(env.PATH).toBe(process.env.PATH);
 });

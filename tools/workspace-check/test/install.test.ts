@@ -60,6 +60,12 @@ describe('install hygiene', () => {
       esbuild: false,
       // Nx's post-install is an optional cache warm-up (wrapped in try/catch).
       nx: false,
+      // dockerode's SSH transport (ssh2, and its optional native helper cpu-features) builds optional
+      // native crypto: the Docker engine is reached over a socket or TCP (ssh:// is refused).
+      'cpu-features': false,
+      ssh2: false,
+      // Its post-install only checks the versions its command-line tools would need.
+      protobufjs: false,
     });
     // And no installed package's script is left unreviewed (npm would warn about it).
     const listed = spawnSync('npm', ['install-scripts', 'ls'], { cwd: root, encoding: 'utf8' });
