@@ -9,7 +9,7 @@ import { createUpkeepRepository } from './upkeep-repository';
 /** Why the reconciler ended a session, in the words users read (`operational_message`, `reason`). */
 export const VANISHED_REASON = 'The workspace\u2019s container disappeared';
 export const INTERRUPTED_REASON =
-  'The workspace start was interrupted (the service stopped while it started); request it again';
+  'The workspace start did not finish (the service stopped, or lost its database, while it started); request it again';
 
 /** What one reconciliation did (the session ids in the database form). */
 export interface ReconcileReport {
@@ -45,8 +45,8 @@ export interface ReconcilerSettings {
  *   exit code and the last line of output), and the exited container is removed. `stopped`, not
  *   `failed`: the session did run, and `failed` is kept for sessions that never came up.
  * - A session `requested` or `starting` for longer than the start timeout (plus a grace) becomes
- *   `failed` with INTERRUPTED_REASON (the process running its start died: a live process fails its
- *   own start at the timeout), and the container it may have made is removed.
+ *   `failed` with INTERRUPTED_REASON (the process running its start died, or its start met an
+ *   error it could not write down, e.g. no database connection: a live start fails itself at the timeout), and the container it may have made is removed.
  * - A `stopping` session (a destroy that failed or whose process died) has its container removed
  *   and becomes `stopped` (a destroy still in flight elsewhere removes the same container: either
  *   removal is fine).
