@@ -463,6 +463,17 @@ describe('reaching a session: the connect page, the token exchange and the proxy
       const r = await proxied(session.kasm_id, cookie);
       expect(r.statusCode).toBe(502);
       expect(r.json()).toEqual({ error_message: expect.stringMatching(/^The workspace does not answer: /) });
+      // The engine out of reach: the same 502, saying why.
+      const other = await kit.running();
+      const otherCookie = await cookieFor(other);
+      jest
+        .spyOn(kit.engine(), 'status')
+        .mockRejectedValueOnce(new Error('The Docker engine cannot be reached'));
+      const unreachable = await proxied(other.kasm_id, otherCookie);
+      expect({ status: unreachable.statusCode, body: unreachable.json() }).toEqual({
+        status: 502,
+        body: { error_message: 'The workspace does not answer: The Docker engine cannot be reached' },
+      });
       const notAnId = await t().app.inject('/session/not-an-id/');
       expect({ status: notAnId.statusCode, body: notAnId.json() }).toEqual({
         status: 404,

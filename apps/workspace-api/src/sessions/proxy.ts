@@ -91,9 +91,19 @@ const sessionProxy: FastifyPluginAsync<SessionProxyOptions> = async (app, { engi
     if (!row) return {};
     const target: Target = { owner: toKasmId(row.user_id), state: row.state, progress: row.progress };
     if (row.state !== 'running' || !row.container_id) return target;
-    const status = await engine.status(row.container_id);
+    // An engine out of reach is the workspace not answering (502), not the service failing.
+    const status = await engine
+      .status(row.container_id)
+      .catch(
+        (error: unknown) =>
+          ({ state: 'unknown', reason: error instanceof Error ? error.message : String(error) }) as const,
+      );
     if (status.state === 'running') target.address = status.address;
-    else target.unreachable = status.state === 'exited' ? status.reason : `its container is ${status.state}`;
+    else
+      target.unreachable =
+        status.state === 'exited' || status.state === 'unknown'
+          ? status.reason
+          : `its container is ${status.state}`;
     return target;
   }
   function targetOf(id: string): Promise<Target> {
