@@ -1,4 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import { openForTheseTests } from '@platform/testing';
 import { hashConnectToken } from '../src/sessions/tokens';
 import type { MemoryEngine } from '../src/sessions/engine/memory';
@@ -889,13 +890,41 @@ describe('sessions on the in-process engine', () => {
       expect(await sessions.beginStop(id)).toBeUndefined();
       expect(await sessions.markStarting(id)).toBe(false);
       expect(await sessions.markRunning(id, 'c0ffee', 3600)).toBeUndefined();
-      expect(await sessions.markGone(id, 'vanished')).toBe(false);
       expect(await sessions.issueConnectToken(id, { hash: 'x', ttlSeconds: 60 })).toBe(false);
       release();
       await t().app.sessions.settled();
       expect(await stateOf(kasm_id)).toBe('stopped');
       // The start that lost the race removed the container it made.
       expect(engine().containerOf(kasm_id)).toBeUndefined();
+    });
+
+    test('a start whose own bookkeeping fails (the database refusing a write) fails at once, not at the timeout', async () => {
+      const { user, image } = await ready();
+      const { db, schema } = t().database;
+      // The write that records the started container fails, as a full disk or a lost pool would.
+      await sql
+        .raw(
+          `
+        create function "${schema}".refuse_container() returns trigger language plpgsql as $$
+        begin
+          if new.container_id is not null and old.container_id is null then raise exception 'disk full'; end if;
+          return new;
+        end $$;
+        create trigger refuse_container before update on "${schema}".sessions
+          for each row execute function "${schema}".refuse_container();
+      `,
+        )
+        .execute(db);
+      try {
+        const { kasm_id } = (await request(user.user_id, image)).json();
+        await t().app.sessions.settled();
+        expect(await row(kasm_id)).toMatchObject({
+          state: 'failed',
+          reason: 'The service could not record the workspace\u2019s start; request it again',
+        });
+      } finally {
+        await sql.raw(`drop trigger refuse_container on "${schema}".sessions`).execute(db);
+      }
     });
 
     test('a start that loses the race to a destroy on another replica removes its own container', async () => {
@@ -912,33 +941,6 @@ describe('sessions on the in-process engine', () => {
       expect(engine().started.some((s) => s.sessionId === kasm_id)).toBe(true);
       expect(engine().containerOf(kasm_id)).toBeUndefined();
       expect(await stateOf(kasm_id)).toBe('stopped');
-    });
-
-    test('the connect token: one exchange, only while current and unexpired', async () => {
-      const { user, image } = await ready();
-      const { kasm_id } = await running(user.user_id, image);
-      const sessions = createSessionsRepository(t().database.db);
-      const id = parseId(kasm_id)!;
-      const first = KASM_URL.exec(
-        (await ok('get_kasm_status', { kasm_id, user_id: user.user_id })).kasm_url,
-      )![3];
-      const second = KASM_URL.exec(
-        (await ok('get_kasm_status', { kasm_id, user_id: user.user_id })).kasm_url,
-      )![3];
-      expect(await sessions.consumeConnectToken(id, hashConnectToken(first))).toBeUndefined();
-      expect((await sessions.consumeConnectToken(id, hashConnectToken(second)))?.id).toBe(id);
-      expect(await sessions.consumeConnectToken(id, hashConnectToken(second))).toBeUndefined();
-      const third = KASM_URL.exec(
-        (await ok('get_kasm_status', { kasm_id, user_id: user.user_id })).kasm_url,
-      )![3];
-      await t()
-        .database.db.updateTable('sessions')
-        .set({ connect_token_expires: new Date(Date.now() - 1000) })
-        .where('id', '=', id)
-        .execute();
-      expect(await sessions.consumeConnectToken(id, hashConnectToken(third))).toBeUndefined();
-      await ok('destroy_kasm', { kasm_id, user_id: user.user_id });
-      expect((await row(kasm_id))!.connect_token_hash).toBeNull();
     });
   });
 
@@ -959,26 +961,20 @@ describe('sessions on the in-process engine', () => {
     });
   });
 
-  test('repository: the live, expired and per-user lists the sweeper and reconciler read', async () => {
+  test('repository: the live lists get_kasms and the users read', async () => {
     const { user, image } = await ready();
     const a = await running(user.user_id, image);
     const b = await running(user.user_id, image);
     const sessions = createSessionsRepository(t().database.db);
-    await t()
-      .database.db.updateTable('sessions')
-      .set({ expiration: new Date(Date.now() - 1000) })
-      .where('id', '=', parseId(a.kasm_id)!)
-      .execute();
-    const expired = (await sessions.listExpired()).map((s) => toKasmId(s.id));
-    expect(expired).toContain(a.kasm_id);
-    expect(expired).not.toContain(b.kasm_id);
     expect((await sessions.listLiveOfUsers([parseId(user.user_id)!])).map((s) => toKasmId(s.id))).toEqual([
       a.kasm_id,
       b.kasm_id,
     ]);
-    expect(await sessions.markGone(parseId(b.kasm_id)!, 'the container vanished')).toBe(true);
-    expect((await row(b.kasm_id))!).toMatchObject({ state: 'stopped', reason: 'the container vanished' });
+    await ok('destroy_kasm', { kasm_id: b.kasm_id, user_id: user.user_id });
     expect((await sessions.listLive()).map((s) => toKasmId(s.id))).not.toContain(b.kasm_id);
+    expect((await sessions.listLiveOfUsers([parseId(user.user_id)!])).map((s) => toKasmId(s.id))).toEqual([
+      a.kasm_id,
+    ]);
     await ok('destroy_kasm', { kasm_id: a.kasm_id, user_id: user.user_id });
   });
 });

@@ -53,6 +53,7 @@ const NOT_ANSWERING = (ms: number, address: SessionAddress) =>
   `The workspace did not answer on ${address.host}:${address.port} within ${seconds(ms)}`;
 const VANISHED = 'The workspace\u2019s container disappeared while it started';
 const SHUT_DOWN = 'The service stopped while the workspace was starting; request it again';
+const INTERRUPTED = 'The service could not record the workspace\u2019s start; request it again';
 
 /**
  * The work a session's container needs besides its request: each start runs in the background of
@@ -87,8 +88,11 @@ export class SessionLifecycle {
     const engine = this.engine;
     if (!engine) throw new Error('no session engine');
     const abort = new AbortController();
-    const done = this.run(engine, sessionId, spec, abort).catch((error: unknown) => {
+    const done = this.run(engine, sessionId, spec, abort).catch(async (error: unknown) => {
+      // A write that failed (the database away, the pool exhausted): the session fails now, when the
+      // database lets it, rather than waiting for the reconciler's start timeout.
       this.log.error({ err: error, sessionId }, 'session start failed unexpectedly');
+      await this.sessions.markFailed(sessionId, INTERRUPTED).catch(() => undefined);
     });
     this.starts.set(sessionId, { abort, done });
     void done.finally(() => this.starts.delete(sessionId));

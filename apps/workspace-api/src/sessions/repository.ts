@@ -189,18 +189,6 @@ export function createSessionsRepository(db: Kysely<WorkspaceDatabase>) {
         .execute();
     },
 
-    /** Live sessions whose expiration has passed (the sweeper destroys them), oldest expiration first. */
-    listExpired(limit = 100): Promise<SessionRow[]> {
-      return db
-        .selectFrom('sessions')
-        .selectAll()
-        .where('state', 'in', LIVE_STATES)
-        .where('expiration', '<=', sql<Date>`now()`)
-        .orderBy('expiration')
-        .limit(limit)
-        .execute();
-    },
-
     /** requested → starting; false when the session was destroyed first. */
     async markStarting(id: string): Promise<boolean> {
       return (
@@ -284,23 +272,6 @@ export function createSessionsRepository(db: Kysely<WorkspaceDatabase>) {
     },
 
     /**
-     * Any live state → stopped, with a reason: what the reconciler writes for a session whose
-     * container vanished or exited. False when the session was already over.
-     */
-    async markGone(id: string, reason: string): Promise<boolean> {
-      return (
-        (await move(id, LIVE_STATES, {
-          state: 'stopped',
-          reason,
-          message: reason,
-          stopped: sql<Date>`now()`,
-          connect_token_hash: null,
-          connect_token_expires: null,
-        })) !== undefined
-      );
-    },
-
-    /**
      * Keeps a session that is not over yet alive: `keepalive` now, the expiration `seconds` from now
      * unless it is already later (never shortened). The row, or undefined when it was over (or stopping).
      */
@@ -327,22 +298,6 @@ export function createSessionsRepository(db: Kysely<WorkspaceDatabase>) {
         .returning('id')
         .executeTakeFirst();
       return row !== undefined;
-    },
-
-    /**
-     * Exchanges a connect token once (the connect page): the session when `hash` is its current,
-     * unexpired token and it is not over; the token is gone either way it matched.
-     */
-    consumeConnectToken(id: string, hash: string): Promise<SessionRow | undefined> {
-      return db
-        .updateTable('sessions')
-        .set({ connect_token_hash: null, connect_token_expires: null })
-        .where('id', '=', id)
-        .where('connect_token_hash', '=', hash)
-        .where('connect_token_expires', '>', sql<Date>`now()`)
-        .where('state', 'in', ['requested', 'starting', 'running'])
-        .returningAll()
-        .executeTakeFirst();
     },
   };
 }
