@@ -228,6 +228,8 @@ describe('a session container', () => {
     expect(host.Memory).toBe(256 * 2 ** 20);
     expect(host.ShmSize).toBe(64 * 2 ** 20);
     expect(host.NetworkMode).toBe('bridge');
+    expect(host.PidsLimit).toBe(4096);
+    expect(host.LogConfig).toEqual({ Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } });
     expect(host.Binds ?? []).toEqual([]);
     expect(host.Mounts ?? []).toEqual([]);
     expect(host.PortBindings ?? {}).toEqual({});

@@ -414,6 +414,8 @@ describe('the container a session gets', () => {
           ReadonlyRootfs: false,
           SecurityOpt: ['no-new-privileges'],
           NetworkMode: 'sessions',
+          PidsLimit: 4096,
+          LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
           ShmSize: 512 * 2 ** 20,
           NanoCpus: 1.5e9,
           Memory: 2768 * 2 ** 20,
@@ -439,6 +441,8 @@ describe('the container a session gets', () => {
         ReadonlyRootfs: false,
         SecurityOpt: ['no-new-privileges'],
         NetworkMode: 'bridge',
+        PidsLimit: 4096,
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
       });
       expect(body.Labels).not.toHaveProperty(SCOPE_LABEL);
     } finally {

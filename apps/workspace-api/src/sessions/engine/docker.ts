@@ -465,6 +465,9 @@ interface SharedPull {
   listeners: Set<(percent: number) => void>;
 }
 
+/** Processes a session container may run at once (a desktop runs a few hundred). */
+export const SESSION_PIDS_LIMIT = 4096;
+
 export class DockerEngine implements SessionEngine {
   readonly provider = 'docker';
   readonly hostname: string;
@@ -613,6 +616,10 @@ export class DockerEngine implements SessionEngine {
         ReadonlyRootfs: false,
         SecurityOpt: ['no-new-privileges'],
         NetworkMode: this.options.network ?? 'bridge',
+        // Bounded whatever runs inside: processes (a fork bomb stops there, not at the host's limit)
+        // and the engine's log of the container (rotated at 10 MB, three files).
+        PidsLimit: SESSION_PIDS_LIMIT,
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
         ...(shm ? { ShmSize: Math.round(shm) } : {}),
         ...(cores ? { NanoCpus: Math.round(cores * 1e9) } : {}),
         ...(memory ? { Memory: Math.round(memory) } : {}),
